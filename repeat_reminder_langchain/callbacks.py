@@ -1,0 +1,244 @@
+"""The callback handler: one chain per agent, found from where each run sits in the run tree.
+
+An agent is a model and its tools talking in one conversation. The handler tells agents apart
+by three things every run carries: the conversation (`thread_id`, or without one the root
+run), the graph namespace (`langgraph_checkpoint_ns` without its last segment), and the tool
+calls the run is nested in (a subagent started by a tool is a different agent from the one that
+called the tool, and two subagents started by two calls are different from each other).
+
+The calls themselves are counted from the conversation, not from tool runs: the model's
+`AIMessage` lists every call it made in order, including calls to tools that do not exist and
+calls refused before they ran, which fire no tool callbacks at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from .chain import Chain, count_calls
+from .config import ReminderConfig, resolve_config
+from .messages import Turn, latest_turn, user_spoke
+from .reminder import Reminder
+
+__all__ = ["RepeatToolReminderCallbackHandler"]
+
+logger = logging.getLogger("repeat_reminder_langchain")
+
+_Scope = tuple[str, Any]  # ("thread", thread_id) or ("run", root run id)
+_AgentKey = tuple[_Scope, str, tuple[str, ...]]
+_NO_CHAIN = Chain()
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    root: UUID
+    path: tuple[str, ...]  # the tool calls this run is nested in, outermost first
+    call: str | None = None  # on a tool run: the call its own child runs are nested in
+
+    def child_lineage(self) -> tuple[UUID, tuple[str, ...]]:
+        return self.root, self.path if self.call is None else (*self.path, self.call)
+
+
+class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
+    """Keeps one repeat chain per agent for the runs it watches.
+
+    Pass it in the run's callbacks and place a `RepeatToolReminderNode` built on it after the
+    tools node; the node counts each finished tool turn and adds the reminders that are due.
+    Subagents run inside tools inherit the callbacks and get chains of their own.
+
+    Chains of a conversation with a `thread_id` outlive the run (a resumed or continued thread
+    keeps counting); chains of a run without one are forgotten when it ends. At most
+    `max_agents` chains are kept, least recently used first out.
+
+    Args:
+        config: A `ReminderConfig`. Give either this or its fields, not both.
+        **fields: `ReminderConfig` fields (`thresholds`, `include`, `exclude`,
+            `arguments_preview_chars`, `message_type`).
+
+    Example:
+        >>> guard = RepeatToolReminderCallbackHandler(thresholds=[3, 5, 8], exclude=["todo_*"])
+        >>> guard.config.thresholds
+        (3, 5, 8)
+
+    """
+
+    run_inline = True
+    max_agents: int = 10_000
+    max_runs: int = 100_000
+
+    def __init__(self, config: ReminderConfig | None = None, **fields: Any) -> None:
+        self.config = resolve_config(config, fields)
+        self._lock = threading.Lock()
+        self._runs: dict[UUID, _Run] = {}
+        self._chains: OrderedDict[_AgentKey, Chain] = OrderedDict()
+        self._by_root: dict[Any, set[_AgentKey]] = {}
+        self._warned = False
+
+    @property
+    def agent_count(self) -> int:
+        """How many agents' chains are held now."""
+        with self._lock:
+            return len(self._chains)
+
+    # -- the run tree ---------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Place the run in the tree."""
+        self._enter(run_id, parent_run_id, None)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Take the run out of the tree; a finished root forgets its chains."""
+        self._leave(run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Take the run out of the tree; a finished root forgets its chains."""
+        self._leave(run_id)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Place the tool run in the tree: whatever runs inside it belongs to another agent."""
+        self._enter(run_id, parent_run_id, kwargs.get("tool_call_id") or f"run:{run_id}")
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Take the tool run out of the tree."""
+        self._leave(run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Take the tool run out of the tree."""
+        self._leave(run_id)
+
+    # -- the conversation -----------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Count what the node has not (no node, or a route around it) and reset on a user turn.
+
+        Defining this method also keeps langchain-core from falling back to `on_llm_start`,
+        which renders every message as a string and fails on arguments whose `str()` fails.
+        """
+        with self._lock:
+            parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        if parent is None or not messages:
+            return
+        key = self._agent_key(*parent.child_lineage(), metadata)
+        if key is None:
+            return
+        prompt = messages[0]
+        turn, spoke = latest_turn(prompt), user_spoke(prompt)
+        if turn is not None or spoke:
+            self._count(key, turn, reset=spoke)
+
+    def take_reminders(
+        self, messages: Sequence[BaseMessage], config: RunnableConfig
+    ) -> list[Reminder]:
+        """Count the agent's finished tool turn and return the reminders it draws.
+
+        `RepeatToolReminderNode` calls this; `config` is the node's own, which tells the agent.
+        Nothing is counted while a call of the turn still lacks its result.
+        """
+        run_id = getattr(config.get("callbacks"), "parent_run_id", None)
+        with self._lock:
+            run = self._runs.get(run_id) if isinstance(run_id, UUID) else None
+        if run is None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "RepeatToolReminderNode ran outside the handler's sight: pass the handler "
+                    "in the run's callbacks, e.g. graph.invoke(inputs, "
+                    "config={'callbacks': [handler]}). No reminders are added meanwhile."
+                )
+            return []
+        key = self._agent_key(run.root, run.path, config.get("metadata"))
+        turn = latest_turn(messages)
+        if key is None or turn is None or not turn.complete:
+            return []
+        return self._count(key, turn, reset=False)
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _agent_key(
+        self, root: UUID, path: tuple[str, ...], metadata: Mapping[str, Any] | None
+    ) -> _AgentKey | None:
+        namespace = metadata.get("langgraph_checkpoint_ns") if metadata else None
+        if not isinstance(namespace, str):
+            return None  # not inside a graph, so not inside an agent
+        thread = metadata.get("thread_id") if metadata else None
+        scope: _Scope = ("run", root) if thread is None else ("thread", thread)
+        return scope, namespace.rpartition("|")[0], path
+
+    def _count(self, key: _AgentKey, turn: Turn | None, *, reset: bool) -> list[Reminder]:
+        with self._lock:
+            chain = self._chains.get(key, _NO_CHAIN)
+        # Counting canonicalises arguments, which may be large: done outside the lock. One
+        # agent's steps run one after another, so nothing else writes this chain meanwhile.
+        reminders: list[Reminder] = []
+        if turn is not None:
+            chain, reminders = count_calls(chain, turn.id, turn.calls, self.config)
+        if reset:
+            chain = chain.reset()
+        with self._lock:
+            self._store(key, chain)
+        return reminders
+
+    def _store(self, key: _AgentKey, chain: Chain) -> None:
+        if chain == _NO_CHAIN:
+            self._chains.pop(key, None)  # nothing worth remembering
+            return
+        self._chains[key] = chain
+        self._chains.move_to_end(key)
+        scope = key[0]
+        if scope[0] == "run":
+            self._by_root.setdefault(scope[1], set()).add(key)
+        while len(self._chains) > self.max_agents:
+            old, _ = self._chains.popitem(last=False)
+            if old[0][0] == "run":
+                self._by_root.get(old[0][1], set()).discard(old)
+
+    def _enter(self, run_id: UUID, parent_run_id: UUID | None, call: str | None) -> None:
+        with self._lock:
+            parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+            root, path = parent.child_lineage() if parent is not None else (run_id, ())
+            self._runs[run_id] = _Run(root, path, call)
+            if len(self._runs) > self.max_runs:
+                # Runs whose end never came (a handler added mid-run): drop the oldest.
+                del self._runs[next(iter(self._runs))]
+
+    def _leave(self, run_id: UUID) -> None:
+        with self._lock:
+            run = self._runs.pop(run_id, None)
+            if run is not None and run.root == run_id:
+                for key in self._by_root.pop(run_id, ()):
+                    self._chains.pop(key, None)

@@ -1,0 +1,151 @@
+"""Shared test helpers: a scripted chat model, the custom agent graph, and message checks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.runnables import RunnableLambda
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from pydantic import Field
+
+from repeat_reminder_langchain import (
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderNode,
+    is_reminder,
+)
+
+_ids = itertools.count(1)
+
+
+def call(name: str, args: Any = None, call_id: str | None = None) -> dict[str, Any]:
+    """A tool call as a model writes it, with a fresh id unless one is given."""
+    return {
+        "name": name,
+        "args": {} if args is None else args,
+        "id": call_id or f"call_{next(_ids)}",
+        "type": "tool_call",
+    }
+
+
+def turn(*calls: dict[str, Any], content: str = "") -> AIMessage:
+    """One model turn making `calls`, in this order."""
+    return AIMessage(content=content, tool_calls=list(calls))
+
+
+def repeat(name: str, args: Any, times: int) -> list[AIMessage]:
+    """`times` turns, each one identical call."""
+    return [turn(call(name, args)) for _ in range(times)]
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model that answers with the next scripted message, tools bound or not.
+
+    Unlike `GenericFakeChatModel`, it keeps tool calls when streamed, so graphs streamed with
+    `stream_mode="messages"` see the same turns as invoked ones.
+    """
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+    def _stream(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Iterator[Any]:
+        message = self._generate(messages).generations[0].message
+        chunks = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+            for i, c in enumerate(message.tool_calls)
+        ]
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(content=message.content, id=message.id, tool_call_chunks=chunks)
+        )
+
+
+def scripted(messages: Sequence[AIMessage | str]) -> ScriptedModel:
+    """A model that plays `messages` in order, then says it is done."""
+    return ScriptedModel(messages=iter([*messages, AIMessage("done")]))
+
+
+@tool
+def probe(q: str = "", body: str = "") -> str:
+    """Look something up."""
+    return f"probed {q}{body[:10]}"
+
+
+@tool
+def other(q: str = "") -> str:
+    """Look something else up."""
+    return f"other {q}"
+
+
+def agent_graph(
+    model: Any,
+    tools: Sequence[BaseTool | Callable[..., Any]],
+    handler: RepeatToolReminderCallbackHandler | None,
+    *,
+    tool_node: ToolNode | None = None,
+    checkpointer: Any = None,
+) -> Any:
+    """The custom agent of the README: model → tools → reminder node → model."""
+
+    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    async def aagent(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("tools", tool_node or ToolNode(tools, handle_tool_errors=True))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    if handler is None:
+        builder.add_edge("tools", "agent")
+    else:
+        builder.add_node("repeat_reminder", RepeatToolReminderNode(handler))
+        builder.add_edge("tools", "repeat_reminder")
+        builder.add_edge("repeat_reminder", "agent")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def ask(text: str = "go") -> dict[str, list[BaseMessage]]:
+    return {"messages": [HumanMessage(text)]}
+
+
+def reminders(messages: Sequence[BaseMessage]) -> list[tuple[str, str, int]]:
+    """`(level, tool, count)` of every reminder in the conversation, in order."""
+    found = []
+    for message in messages:
+        if is_reminder(message):
+            tag = message.additional_kwargs["repeat_tool_reminder"]
+            found.append((tag["level"], tag["tool"], tag["count"]))
+    return found
+
+
+def assert_adjacent(messages: Sequence[BaseMessage]) -> None:
+    """Every assistant turn with tool calls is followed by exactly its results, then the rest."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        wanted = {c["id"] for c in message.tool_calls}
+        block = messages[index + 1 : index + 1 + len(wanted)]
+        got = [m.tool_call_id for m in block if isinstance(m, ToolMessage)]
+        assert len(got) == len(block) == len(wanted), f"turn {index} not followed by its results"
+        assert set(got) == wanted, f"turn {index} answered by {got}, wanted {sorted(wanted)}"

@@ -1,0 +1,255 @@
+"""Canonical arguments: JSON-equal values share one text; anything else renders stably."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import json
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from repeat_reminder_langchain import canonicalize
+from repeat_reminder_langchain.canonical import digest
+
+
+def test_json_values_render_as_compact_json_with_sorted_keys_and_unicode_kept() -> None:
+    value = {"b": [1, {"d": None, "c": True}], "a": 'é ✓ "q"\n'}
+    assert canonicalize(value) == '{"a":"é ✓ \\"q\\"\\n","b":[1,{"c":true,"d":null}]}'
+    assert canonicalize(value) == json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def test_key_order_never_matters_at_any_depth() -> None:
+    a = {"a": 1, "nested": {"x": [1, 2], "y": {"p": 1, "q": 2}}}
+    b = {"nested": {"y": {"q": 2, "p": 1}, "x": [1, 2]}, "a": 1}
+    assert canonicalize(a) == canonicalize(b)
+    assert canonicalize(OrderedDict(reversed(list(a.items())))) == canonicalize(a)
+
+
+def test_array_order_matters() -> None:
+    assert canonicalize([1, 2]) != canonicalize([2, 1])
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [(1, 1.0), (-0.0, 0), (1e16, 10**16), ({"n": 3}, {"n": 3.0}), ((1, 2), [1, 2])],
+)
+def test_numbers_and_arrays_equal_as_json_share_a_text(left: Any, right: Any) -> None:
+    assert canonicalize(left) == canonicalize(right)
+
+
+def test_floats_keep_their_shortest_form() -> None:
+    assert canonicalize([0.1, 1.5e-07, 2.5, -3.25]) == "[0.1,1.5e-07,2.5,-3.25]"
+
+
+def test_non_finite_floats_render_as_null_as_json_stringify_does() -> None:
+    assert canonicalize([float("nan"), float("inf"), float("-inf")]) == "[null,null,null]"
+
+
+def test_keys_are_what_a_json_encoder_makes_of_them() -> None:
+    assert canonicalize({1: "a"}) == canonicalize({"1": "a"}) == '{"1":"a"}'
+    assert canonicalize({None: 1, True: 2, (1, 2): 3}) == '{"[1,2]":3,"null":1,"true":2}'
+    # Colliding keys still order deterministically, whatever the insertion order.
+    assert canonicalize({1: "i", "1": "s"}) == canonicalize({"1": "s", 1: "i"})
+
+
+def test_a_malformed_argument_string_is_its_own_value() -> None:
+    assert canonicalize('{"q": "unterminated') == '"{\\"q\\": \\"unterminated"'
+    assert canonicalize('{"q": "unterminated') != canonicalize({"q": "unterminated"})
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Query(BaseModel):
+    text: str
+    limit: int = 10
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Tag(str):
+    pass
+
+
+class Count(int):
+    pass
+
+
+class Ratio(float):
+    pass
+
+
+def test_values_that_are_not_json_render_as_their_natural_json() -> None:
+    value = {
+        "enum": Colour.RED,
+        "intenum": Level.HIGH,
+        "model": Query(text="hi"),
+        "point": Point(1.0, 2.5),
+        "when": datetime.datetime(2026, 1, 2, 3, 4, 5),
+        "day": datetime.date(2026, 1, 2),
+        "bytes": b"ab\xff",
+        "set": {3, 1, 2},
+        "frozen": frozenset({"b", "a"}),
+        "decimal": decimal.Decimal("1.10"),
+        "whole": decimal.Decimal("1E+2"),
+        "tag": Tag("t"),
+        "count": Count(7),
+        "ratio": Ratio(2.0),
+    }
+    assert canonicalize(value) == (
+        '{"bytes":"ab\\\\xff","count":7,"day":"2026-01-02","decimal":1.10,"enum":"red",'
+        '"frozen":["a","b"],"intenum":3,"model":{"limit":10,"text":"hi"},"point":{"x":1,"y":2.5},'
+        '"ratio":2,"set":[1,2,3],"tag":"t","when":"2026-01-02T03:04:05","whole":100}'
+    )
+
+
+def test_decimals_beyond_plain_numbers() -> None:
+    assert canonicalize(decimal.Decimal("NaN")) == "null"
+    assert canonicalize(decimal.Decimal("sNaN")) == "null"
+    assert canonicalize(decimal.Decimal("1E+999999")) == "1E+999999"
+
+
+def test_other_objects_render_as_their_text() -> None:
+    ident = uuid.UUID(int=5)
+    assert canonicalize(ident) == f'"{ident}"'
+    assert canonicalize(range(3)) == '"range(0, 3)"'
+
+
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("no eq")
+
+    __hash__ = object.__hash__
+
+
+class WrongStr:
+    def __str__(self) -> Any:
+        return 42  # noqa: PLE0307 - deliberately broken
+
+    def __repr__(self) -> Any:
+        return None
+
+
+def test_objects_whose_str_fails_render_as_their_type_name() -> None:
+    assert canonicalize(Unprintable()) == '"<Unprintable>"'
+    assert canonicalize({Unprintable(): [Unprintable()]}) == '{"<Unprintable>":["<Unprintable>"]}'
+    assert canonicalize(WrongStr()) == '"<WrongStr>"'
+
+
+class BrokenMapping(Mapping[str, Any]):
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("cannot iterate")
+
+    def __len__(self) -> int:
+        return 1
+
+    def __str__(self) -> str:
+        return "BrokenMapping()"
+
+
+@dataclasses.dataclass
+class BrokenField:
+    x: int
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "x":
+            raise RuntimeError("unreadable")
+        return super().__getattribute__(name)
+
+    def __str__(self) -> str:
+        return "BrokenField(?)"
+
+
+def test_containers_that_fail_while_read_fall_back_to_their_text() -> None:
+    assert canonicalize(BrokenMapping()) == '"BrokenMapping()"'
+    assert canonicalize(BrokenField(1)) == '"BrokenField(?)"'
+
+
+def test_cycles_render_as_a_marker() -> None:
+    looped: dict[str, Any] = {"name": "a"}
+    looped["self"] = looped
+    items: list[Any] = [1]
+    items.append(items)
+    assert canonicalize(looped) == '{"name":"a","self":"[Circular]"}'
+    assert canonicalize(items) == '[1,"[Circular]"]'
+
+
+def test_a_model_that_contains_itself_renders_a_marker() -> None:
+    class Node(BaseModel):
+        child: Any = None
+
+    node = Node()
+    node.child = node
+    assert canonicalize(node) == '{"child":"[Circular]"}'
+
+
+def test_a_value_shared_twice_is_not_a_cycle() -> None:
+    shared = [1, 2]
+    assert canonicalize({"a": shared, "b": shared}) == '{"a":[1,2],"b":[1,2]}'
+
+
+def test_nesting_ten_thousand_deep_renders_in_full() -> None:
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(10_000):
+        node["k"] = {}
+        node = node["k"]
+    assert canonicalize(root) == '{"k":' * 10_000 + "{}" + "}" * 10_000
+
+
+def test_sets_nested_beyond_the_recursion_limit_still_render() -> None:
+    nested: Any = frozenset()
+    for _ in range(5_000):
+        nested = frozenset([nested])
+    text = canonicalize(nested)
+    assert text == canonicalize(nested)
+    assert text.startswith("[[[[") and '"<frozenset>"' in text
+
+
+def test_integers_beyond_the_decimal_digit_limit_render_in_hex() -> None:
+    huge = 10**5000
+    text = canonicalize({"n": huge})
+    assert text == '{"n":"<int ' + hex(huge) + '>"}'
+    assert canonicalize({"n": huge}) == text
+    assert canonicalize(Count(huge)) == '"<int ' + hex(huge) + '>"'
+
+
+def test_lone_surrogates_are_escaped_so_the_text_is_valid_utf8() -> None:
+    text = canonicalize({"k": "a\ud800b", "\udfff": 1})
+    assert text == '{"k":"a\\ud800b","\\udfff":1}'
+    text.encode("utf-8")
+    assert json.loads(text) == {"k": "a\ud800b", "\udfff": 1}
+
+
+def test_the_same_value_always_gives_the_same_text_and_digest() -> None:
+    value = {"x": [Point(1, 2), {3, 4}, Colour.RED], "y": "z"}
+    assert canonicalize(value) == canonicalize(value)
+    assert digest(canonicalize(value)) == digest(canonicalize(value))
+    assert digest("a") != digest("b")
+    assert len(digest("a")) == 32
