@@ -31,8 +31,8 @@ class Turn:
     complete: bool
 
 
-def latest_turn(messages: Sequence[BaseMessage]) -> Turn | None:
-    """The last `AIMessage` of `messages` and its answered calls, or None if it made no calls.
+def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn | None:
+    """The last `AIMessage` of `messages[:end]` and its answered calls, or None if it made none.
 
     Only the messages after that `AIMessage` are read, so the cost does not grow with history.
     Calls whose arguments could not be parsed (`invalid_tool_calls`) follow the others, with
@@ -40,7 +40,7 @@ def latest_turn(messages: Sequence[BaseMessage]) -> Turn | None:
     """
     answered: set[str] = set()
     message: AIMessage | None = None
-    for index in range(len(messages) - 1, -1, -1):
+    for index in range((len(messages) if end is None else end) - 1, -1, -1):
         item = messages[index]
         if isinstance(item, AIMessage):
             message = item
@@ -72,12 +72,12 @@ def latest_turn(messages: Sequence[BaseMessage]) -> Turn | None:
     return Turn(turn_id, tuple(calls), complete)
 
 
-def user_spoke(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a user message came in after the model last spoke.
+def user_spoke(messages: Sequence[BaseMessage], end: int | None = None) -> bool:
+    """Whether, in `messages[:end]`, a user message came in after the model last spoke.
 
     The guard's own reminders and a summary written by summarisation are not user messages.
     """
-    for index in range(len(messages) - 1, -1, -1):
+    for index in range((len(messages) if end is None else end) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, AIMessage):
             return False

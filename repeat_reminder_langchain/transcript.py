@@ -1,0 +1,167 @@
+"""Reading a finished conversation: a readable transcript, and what the guard counted in it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from .canonical import canonicalize
+from .chain import Call, Chain, count_calls
+from .config import ReminderConfig
+from .messages import latest_turn, user_spoke
+from .reminder import SOURCE, is_reminder
+
+__all__ = ["Row", "Summary", "format_transcript", "replay", "summarize", "transcript_rows"]
+
+Role = Literal["user", "assistant", "tool", "system", "reminder"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One message of a transcript, as one line of text.
+
+    Attributes:
+        number: The message's position, from 1.
+        role: Who speaks; `"reminder"` for the guard's messages.
+        text: What was said: content, tool calls with their arguments, or a tool result.
+        level: For a reminder, `"gentle"` or `"detailed"`.
+        summary: For a reminder, what it counted, such as `grep × 3`.
+
+    """
+
+    number: int
+    role: Role
+    text: str
+    level: str | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the guard counted in a conversation.
+
+    Attributes:
+        calls: Tool calls the model made.
+        reminders: Reminders in the conversation.
+        gentle: Of those, how many were gentle.
+        detailed: Of those, how many were detailed.
+        longest: The longest run of identical tracked calls, as `(tool, length)`, if any.
+
+    """
+
+    calls: int
+    reminders: int
+    gentle: int
+    detailed: int
+    longest: tuple[str, int] | None
+
+    def __str__(self) -> str:
+        longest = f"{self.longest[0]} \u00d7 {self.longest[1]}" if self.longest else "none"
+        return (
+            f"{self.calls} tool calls · {self.reminders} reminders "
+            f"({self.gentle} gentle, {self.detailed} detailed) · longest streak: {longest}"
+        )
+
+
+def replay(messages: Sequence[BaseMessage], config: ReminderConfig) -> Iterator[tuple[Call, int]]:
+    """Count a conversation as the guard does, yielding each tracked call and its run length.
+
+    A turn is counted where the model would next have read it (before its next turn or a user
+    message, or at the end), and a user message resets the chain, exactly as at run time.
+    """
+    chain = Chain()
+    for end in range(1, len(messages) + 1):
+        if end < len(messages) and not isinstance(messages[end], (AIMessage, HumanMessage)):
+            continue
+        turn = latest_turn(messages, end)
+        if turn is not None:
+            for call in turn.calls:
+                before = (chain.turn, chain.counted)
+                chain, _ = count_calls(chain, turn.id, [call], config)
+                if (chain.turn, chain.counted) != before and config.tracks(call.tool):
+                    yield call, chain.count
+        if user_spoke(messages, end):
+            chain = chain.reset()
+
+
+def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> Summary:
+    """Calls, reminders and the longest streak of a conversation.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> turn = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "1"}])
+        >>> print(summarize([HumanMessage("hi"), turn]))
+        1 tool calls · 0 reminders (0 gentle, 0 detailed) · longest streak: none
+
+    """
+    config = config or ReminderConfig()
+    levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
+    longest: tuple[str, int] | None = None
+    for call, count in replay(messages, config):
+        if longest is None or count > longest[1]:
+            longest = (call.tool, count)
+    calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+    return Summary(
+        calls=calls,
+        reminders=len(levels),
+        gentle=levels.count("gentle"),
+        detailed=levels.count("detailed"),
+        longest=longest if longest and longest[1] > 1 else None,
+    )
+
+
+def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
+    """One row per message: who spoke and what, tool calls shown with their arguments."""
+    rows = []
+    for number, message in enumerate(messages, start=1):
+        if is_reminder(message):
+            tag = message.additional_kwargs[SOURCE]
+            text = _text(message.content).removeprefix("<system-reminder>")
+            text = text.removesuffix("</system-reminder>").strip()
+            rows.append(Row(number, "reminder", text, tag["level"], tag["summary"]))
+        elif isinstance(message, AIMessage):
+            calls = [_call_text(c["name"], c["args"]) for c in message.tool_calls]
+            said = _text(message.content)
+            rows.append(Row(number, "assistant", " ".join(filter(None, [said, *calls]))))
+        elif isinstance(message, ToolMessage):
+            rows.append(Row(number, "tool", f"{message.name or 'tool'} → {_text(message.content)}"))
+        elif isinstance(message, HumanMessage):
+            rows.append(Row(number, "user", _text(message.content)))
+        else:
+            rows.append(Row(number, "system", _text(message.content)))
+    return rows
+
+
+def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
+    """The conversation as text, one message per line, reminders marked.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> turn = AIMessage("", tool_calls=[{"name": "ls", "args": {"dir": "."}, "id": "1"}])
+        >>> print(format_transcript([HumanMessage("hi"), turn]))
+          1  user       hi
+          2  assistant  → ls(dir=".")
+
+    """
+    lines = []
+    for row in transcript_rows(messages):
+        text = f"[{row.level} · {row.summary}] {row.text}" if row.role == "reminder" else row.text
+        role = "REMINDER" if row.role == "reminder" else row.role
+        line = f"{row.number:>3}  {role:<10} {text}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    return "\n".join(lines)
+
+
+def _call_text(name: str, args: dict[str, object]) -> str:
+    inner = ", ".join(f"{key}={canonicalize(value)}" for key, value in args.items())
+    return f"→ {name}({inner})"
+
+
+def _text(content: str | list[str | dict[str, object]]) -> str:
+    if isinstance(content, list):
+        parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
+        content = " ".join(str(part) for part in parts if part)
+    return " ".join(content.split())
