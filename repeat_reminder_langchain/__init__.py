@@ -8,14 +8,19 @@ rewrites a call or a result: the model decides.
 from .callbacks import RepeatToolReminderCallbackHandler
 from .canonical import canonicalize
 from .config import ReminderConfig
-from .graph import RepeatToolReminderNode
+from .graph import RepeatToolReminderNode, RepeatToolReminderState
+from .messages import prepare_messages
+from .middleware import RepeatToolReminderMiddleware
 from .reminder import Reminder, is_reminder
 
 __all__ = [
     "Reminder",
     "ReminderConfig",
     "RepeatToolReminderCallbackHandler",
+    "RepeatToolReminderMiddleware",
     "RepeatToolReminderNode",
+    "RepeatToolReminderState",
     "canonicalize",
     "is_reminder",
+    "prepare_messages",
 ]

@@ -25,9 +25,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from .chain import Chain, count_calls
+from .chain import Chain
 from .config import ReminderConfig, resolve_config
-from .messages import Turn, latest_turn, user_spoke
+from .messages import observe
 from .reminder import Reminder
 
 __all__ = ["RepeatToolReminderCallbackHandler"]
@@ -144,7 +144,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Count what the node has not (no node, or a route around it) and reset on a user turn.
+        """Count what no node counted (no node, or a route around it); reset on a user message.
 
         Defining this method also keeps langchain-core from falling back to `on_llm_start`,
         which renders every message as a string and fails on arguments whose `str()` fails.
@@ -154,20 +154,17 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if parent is None or not messages:
             return
         key = self._agent_key(*parent.child_lineage(), metadata)
-        if key is None:
-            return
-        prompt = messages[0]
-        turn, spoke = latest_turn(prompt), user_spoke(prompt)
-        if turn is not None or spoke:
-            self._count(key, turn, reset=spoke)
+        if key is not None:
+            self._observe(key, messages[0])
 
     def take_reminders(
         self, messages: Sequence[BaseMessage], config: RunnableConfig
     ) -> list[Reminder]:
         """Count the agent's finished tool turn and return the reminders it draws.
 
-        `RepeatToolReminderNode` calls this; `config` is the node's own, which tells the agent.
-        Nothing is counted while a call of the turn still lacks its result.
+        `RepeatToolReminderNode` calls this with its state's messages and its own `config`,
+        which tells which agent it serves. Nothing is counted while a call of the turn still
+        lacks its result.
         """
         run_id = getattr(config.get("callbacks"), "parent_run_id", None)
         with self._lock:
@@ -182,10 +179,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
                 )
             return []
         key = self._agent_key(run.root, run.path, config.get("metadata"))
-        turn = latest_turn(messages)
-        if key is None or turn is None or not turn.complete:
-            return []
-        return self._count(key, turn, reset=False)
+        return [] if key is None else self._observe(key, messages)
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -199,16 +193,12 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         scope: _Scope = ("run", root) if thread is None else ("thread", thread)
         return scope, namespace.rpartition("|")[0], path
 
-    def _count(self, key: _AgentKey, turn: Turn | None, *, reset: bool) -> list[Reminder]:
+    def _observe(self, key: _AgentKey, messages: Sequence[BaseMessage]) -> list[Reminder]:
         with self._lock:
             chain = self._chains.get(key, _NO_CHAIN)
         # Counting canonicalises arguments, which may be large: done outside the lock. One
         # agent's steps run one after another, so nothing else writes this chain meanwhile.
-        reminders: list[Reminder] = []
-        if turn is not None:
-            chain, reminders = count_calls(chain, turn.id, turn.calls, self.config)
-        if reset:
-            chain = chain.reset()
+        chain, reminders = observe(chain, messages, self.config)
         with self._lock:
             self._store(key, chain)
         return reminders

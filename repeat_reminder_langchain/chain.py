@@ -7,8 +7,9 @@ call seen again after an interrupt or a retry never counts twice). Nothing here 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .canonical import canonicalize, digest
 from .config import ReminderConfig
@@ -55,6 +56,36 @@ class Chain:
     def reset(self) -> Chain:
         """The chain after a new user message: no streak, but the turn stays counted."""
         return replace(self, tool=None, digest="", count=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The chain as plain data, for a checkpoint."""
+        return {
+            "tool": self.tool,
+            "digest": self.digest,
+            "count": self.count,
+            "turn": self.turn,
+            "counted": list(self.counted),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Chain:
+        """The chain `to_dict` wrote; anything else (nothing stored yet, or garbage) is empty."""
+        if not isinstance(data, Mapping):
+            return cls()
+        tool, count, counted = data.get("tool"), data.get("count"), data.get("counted")
+        digest, turn = data.get("digest"), data.get("turn")
+        if (
+            (tool is None or isinstance(tool, str))
+            and isinstance(digest, str)
+            and isinstance(count, int)
+            and not isinstance(count, bool)
+            and count >= 0
+            and isinstance(turn, str)
+            and isinstance(counted, (list, tuple))
+            and all(isinstance(call_id, str) for call_id in counted)
+        ):
+            return cls(tool, digest, count, turn, tuple(counted))
+        return cls()
 
 
 def level_at(count: int, thresholds: Sequence[int]) -> Level | None:

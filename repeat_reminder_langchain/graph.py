@@ -3,31 +3,52 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import MessagesState
+from typing_extensions import NotRequired
 
 from .callbacks import RepeatToolReminderCallbackHandler
-from .messages import reminder_message
+from .config import ReminderConfig, resolve_config
+from .messages import STATE_KEY, read_messages, read_state, reminder_message, state_update
 
-__all__ = ["RepeatToolReminderNode"]
+__all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 
 logger = logging.getLogger("repeat_reminder_langchain")
+
+
+class RepeatToolReminderState(MessagesState):
+    """`MessagesState` with a field for the guard's chain, for `RepeatToolReminderNode()`."""
+
+    repeat_tool_reminder: NotRequired[dict[str, Any]]
 
 
 class RepeatToolReminderNode:
     """A LangGraph node, placed between the tools node and the model node, that adds reminders.
 
-    It reads the conversation, has `handler` count the tool turn that just finished, and
-    returns one tagged message per reminder due (none most of the time). It runs after the
-    whole block of tool results, so an assistant turn is always followed by all its results
-    first. It never changes a tool result and never fails the run: a problem is logged.
+    It reads the conversation, counts the tool turn that just finished, and returns one tagged
+    message per reminder due (none most of the time). It runs after the whole block of tool
+    results, so an assistant turn is always followed by all its results first. It never
+    changes a tool result and never fails the run: a problem is logged.
+
+    Where the counts live depends on how it is built:
+
+    * `RepeatToolReminderNode(handler)`: in the `RepeatToolReminderCallbackHandler` passed in
+      the run's callbacks, which keeps one chain per agent and needs no state field.
+    * `RepeatToolReminderNode(**fields)` or `RepeatToolReminderNode(config=...)`: in the graph
+      state, under `state_key`, so the chain is checkpointed with the conversation and survives
+      interrupts, restarts and several worker processes. The state needs that field: use
+      `RepeatToolReminderState`, or add `repeat_tool_reminder: NotRequired[dict]` to yours.
 
     Args:
-        handler: The `RepeatToolReminderCallbackHandler` passed in the run's callbacks.
+        handler: The handler passed in the run's callbacks, or None to keep the chain in state.
+        config: A `ReminderConfig`, when there is no handler (the handler has its own).
         messages_key: The state key holding the messages.
+        state_key: The state key holding the chain, when there is no handler.
+        **fields: `ReminderConfig` fields, when there is no handler.
 
     Example:
         ```python
@@ -38,32 +59,71 @@ class RepeatToolReminderNode:
         builder.add_edge("repeat_reminder", "agent")
         graph.invoke(inputs, config={"callbacks": [guard]})
         ```
-
     """
 
     def __init__(
-        self, handler: RepeatToolReminderCallbackHandler, *, messages_key: str = "messages"
+        self,
+        handler: RepeatToolReminderCallbackHandler | None = None,
+        *,
+        config: ReminderConfig | None = None,
+        messages_key: str = "messages",
+        state_key: str = STATE_KEY,
+        **fields: Any,
     ) -> None:
-        if not isinstance(handler, RepeatToolReminderCallbackHandler):
+        if handler is not None and not isinstance(handler, RepeatToolReminderCallbackHandler):
             raise TypeError(
-                "RepeatToolReminderNode needs a RepeatToolReminderCallbackHandler, got "
+                "RepeatToolReminderNode takes a RepeatToolReminderCallbackHandler or none, got "
                 f"{type(handler).__name__}"
             )
+        if handler is not None and (config is not None or fields):
+            raise TypeError("the handler has its own configuration; pass it there")
         self.handler = handler
+        self.config = handler.config if handler is not None else resolve_config(config, fields)
         self.messages_key = messages_key
+        self.state_key = state_key
+        self._warned = False
 
-    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, list[BaseMessage]]:
-        """Return `{messages_key: [reminder messages]}` for the turn that just finished."""
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Return the state update for the turn that just finished (empty most of the time)."""
         try:
-            messages = _messages(state, self.messages_key)
-            reminders = self.handler.take_reminders(messages, config)
-            message_type = self.handler.config.message_type
+            if self.handler is None:
+                return self._from_state(state)
+            messages = read_messages(state, self.messages_key)
+            reminders = self.handler.take_reminders(messages, config) if messages else []
+            if not reminders:
+                return {}
+            message_type = self.config.message_type
             return {self.messages_key: [reminder_message(r, message_type) for r in reminders]}
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
-            return {self.messages_key: []}
+            return {}
+
+    def _from_state(self, state: Any) -> dict[str, Any]:
+        if (
+            not self._warned
+            and read_state(state, self.state_key) is None
+            and _tool_turns(read_messages(state, self.messages_key)) > 1
+        ):
+            self._warned = True
+            logger.warning(
+                "RepeatToolReminderNode keeps its count in the state field %r, which this "
+                "graph's state does not have, so nothing is remembered between turns: build "
+                "the graph with RepeatToolReminderState or add the field to your state.",
+                self.state_key,
+            )
+        update = state_update(
+            state, self.config, messages_key=self.messages_key, state_key=self.state_key
+        )
+        return update or {}
 
 
-def _messages(state: Any, key: str) -> Sequence[BaseMessage]:
-    messages = state.get(key, ()) if isinstance(state, Mapping) else getattr(state, key, ())
-    return messages if isinstance(messages, Sequence) else ()
+def _tool_turns(messages: Sequence[BaseMessage]) -> int:
+    """How many model turns with tool calls there are, counting no further than two."""
+    found = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage) and message.tool_calls:
+            found += 1
+            if found == 2:
+                break
+    return found

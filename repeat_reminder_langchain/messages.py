@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.configurable import DynamicRunnable
 
-from .chain import Call
+from .chain import Call, Chain, count_calls
+from .config import ReminderConfig
 from .reminder import SOURCE, Reminder, is_reminder, wrap
 
-__all__ = ["Turn", "latest_turn", "reminder_message", "user_spoke"]
+__all__ = [
+    "STATE_KEY",
+    "Turn",
+    "latest_turn",
+    "observe",
+    "prepare_messages",
+    "reminder_message",
+    "state_update",
+    "user_spoke",
+]
+
+STATE_KEY = "repeat_tool_reminder"
+"""The state field that holds an agent's chain when the chain lives in graph state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +107,24 @@ def user_spoke(messages: Sequence[BaseMessage], end: int | None = None) -> bool:
     return False
 
 
+def observe(
+    chain: Chain, messages: Sequence[BaseMessage], config: ReminderConfig
+) -> tuple[Chain, list[Reminder]]:
+    """Bring an agent's chain up to date with its conversation; return the reminders now due.
+
+    The latest model turn is counted once all its calls have their results (a call seen again
+    is not counted twice); a user message that came in since resets the chain, and then no
+    reminder is due: the user has spoken since the repeats.
+    """
+    turn = latest_turn(messages)
+    reminders: list[Reminder] = []
+    if turn is not None and turn.complete:
+        chain, reminders = count_calls(chain, turn.id, turn.calls, config)
+    if user_spoke(messages):
+        return chain.reset(), []
+    return chain, reminders
+
+
 def reminder_message(
     reminder: Reminder, message_type: Literal["system", "human"] = "system"
 ) -> SystemMessage | HumanMessage:
@@ -109,3 +144,96 @@ def reminder_message(
     return SystemMessage(
         reminder.text, name=SOURCE, id=message_id, additional_kwargs=reminder.tag()
     )
+
+
+def state_update(
+    state: Any,
+    config: ReminderConfig,
+    *,
+    messages_key: str = "messages",
+    state_key: str = STATE_KEY,
+) -> dict[str, Any] | None:
+    """The graph-state update that brings the chain kept in `state` up to date.
+
+    Returns `{state_key: chain, messages_key: [reminders]}` with only what changed, or None
+    when nothing did.
+    """
+    before = Chain.from_dict(read_state(state, state_key))
+    chain, reminders = observe(before, read_messages(state, messages_key), config)
+    update: dict[str, Any] = {}
+    if chain != before:
+        update[state_key] = chain.to_dict()
+    if reminders:
+        update[messages_key] = [reminder_message(r, config.message_type) for r in reminders]
+    return update or None
+
+
+def read_state(state: Any, key: str) -> Any:
+    """`state[key]` of a dict state, `state.key` of an object state, None when absent."""
+    return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+
+
+def read_messages(state: Any, key: str) -> Sequence[BaseMessage]:
+    """The message list under `key` of a graph state; empty when there is none."""
+    messages = read_state(state, key)
+    return messages if isinstance(messages, (list, tuple)) else ()
+
+
+def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[BaseMessage]:
+    """The messages to send `model`, with stored system reminders made safe for its provider.
+
+    A reminder kept as a `SystemMessage` is sent as a `<system-reminder>`-wrapped
+    `HumanMessage` (same name, id and tags) unless every chat model behind `model` (a chat
+    model, or a runnable wrapping one: `bind_tools`, `with_retry`, `with_fallbacks`,
+    configurable fields, a sequence) declares `mid_conversation_system_messages` in its
+    profile. Anthropic rejects a mid-conversation system message when the request also has a
+    system prompt, and Gemini drops or hoists it; a user turn is accepted everywhere. Returns
+    `messages` itself when nothing changes.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from repeat_reminder_langchain import Reminder
+        >>> stored = [HumanMessage("go"), reminder_message(Reminder("ls", 3, "gentle", "{}"))]
+        >>> [m.type for m in prepare_messages(stored, model=None)]
+        ['human', 'human']
+    """
+    listed = messages if isinstance(messages, list) else list(messages)
+    if _keeps_system_messages_in_place(model):
+        return listed
+    prepared: list[BaseMessage] | None = None
+    for index, message in enumerate(listed):
+        if isinstance(message, SystemMessage) and is_reminder(message):
+            prepared = prepared or list(listed)
+            prepared[index] = HumanMessage(
+                wrap(message.text),
+                name=message.name,
+                id=message.id,
+                additional_kwargs=message.additional_kwargs,
+            )
+    return listed if prepared is None else prepared
+
+
+def _keeps_system_messages_in_place(model: object) -> bool:
+    models = list(_chat_models(model))
+    return bool(models) and all(
+        (m.profile or {}).get("mid_conversation_system_messages") is True for m in models
+    )
+
+
+def _chat_models(runnable: object, depth: int = 0) -> Iterator[BaseChatModel]:
+    if isinstance(runnable, BaseChatModel):
+        yield runnable
+        return
+    if depth >= 8:
+        return
+    inner: list[object] = []
+    if isinstance(runnable, RunnableBindingBase):
+        inner = [runnable.bound]
+    elif isinstance(runnable, RunnableWithFallbacks):
+        inner = [runnable.runnable, *runnable.fallbacks]
+    elif isinstance(runnable, RunnableSequence):
+        inner = list(runnable.steps)
+    elif isinstance(runnable, DynamicRunnable):
+        inner = [runnable.default]
+    for item in inner:
+        yield from _chat_models(item, depth + 1)

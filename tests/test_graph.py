@@ -133,18 +133,24 @@ def test_the_model_sees_each_reminder_once_right_after_the_results() -> None:
 # -- what counts ------------------------------------------------------------------------------
 
 
-def test_calls_to_an_unknown_tool_count() -> None:
+@pytest.mark.parametrize("handle_tool_errors", [True, "default"])
+def test_calls_to_an_unknown_tool_count(handle_tool_errors: Any) -> None:
     guard = RepeatToolReminderCallbackHandler()
-    messages = invoke(agent_graph(scripted(repeat("no_such_tool", SAME, 3)), [probe], guard), guard)
+    node = ToolNode([probe]) if handle_tool_errors == "default" else None
+    model = scripted(repeat("no_such_tool", SAME, 3))
+    messages = invoke(agent_graph(model, [probe], guard, tool_node=node), guard)
 
     assert all(m.status == "error" for m in messages if isinstance(m, ToolMessage))
     assert reminders(messages) == [("gentle", "no_such_tool", 3)]
 
 
-def test_calls_that_fail_argument_validation_count() -> None:
+@pytest.mark.parametrize("handle_tool_errors", [True, "default"])
+def test_calls_that_fail_argument_validation_count(handle_tool_errors: Any) -> None:
     guard = RepeatToolReminderCallbackHandler()
+    node = ToolNode([probe]) if handle_tool_errors == "default" else None
     bad = {"q": {"not": "a string"}}
-    messages = invoke(agent_graph(scripted(repeat("probe", bad, 3)), [probe], guard), guard)
+    model = scripted(repeat("probe", bad, 3))
+    messages = invoke(agent_graph(model, [probe], guard, tool_node=node), guard)
 
     assert all(m.status == "error" for m in messages if isinstance(m, ToolMessage))
     assert reminders(messages) == [("gentle", "probe", 3)]
@@ -592,13 +598,20 @@ def test_the_node_reads_state_objects_and_other_keys() -> None:
     )
 
     assert reminders(out["history"]) == [("gentle", "probe", 2)]
-    assert node(ObjectState(history=[]), {}) == {"history": []}
-    assert node({"history": "not a list"}, {}) == {"history": []}
+    assert node(ObjectState(history=[]), {}) == {}
+    assert node({"history": "not a list"}, {}) == {}
 
 
-def test_the_node_wants_the_handler() -> None:
-    with pytest.raises(TypeError, match="needs a RepeatToolReminderCallbackHandler"):
+def test_the_node_takes_a_handler_or_a_configuration_not_both() -> None:
+    with pytest.raises(TypeError, match="takes a RepeatToolReminderCallbackHandler or none"):
         RepeatToolReminderNode(ReminderConfig())  # type: ignore[arg-type]
+    guard = RepeatToolReminderCallbackHandler()
+    with pytest.raises(TypeError, match="the handler has its own configuration"):
+        RepeatToolReminderNode(guard, thresholds=[2])
+    with pytest.raises(TypeError, match="the handler has its own configuration"):
+        RepeatToolReminderNode(guard, config=ReminderConfig())
+    assert RepeatToolReminderNode(guard).config is guard.config
+    assert RepeatToolReminderNode(thresholds=[4, 2]).config.thresholds == (2, 4)
 
 
 def test_an_internal_failure_is_logged_and_the_run_completes(
@@ -607,7 +620,7 @@ def test_an_internal_failure_is_logged_and_the_run_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(callbacks_module, "count_calls", broken)
+    monkeypatch.setattr(callbacks_module, "observe", broken)
     guard = RepeatToolReminderCallbackHandler()
 
     with caplog.at_level(logging.WARNING):

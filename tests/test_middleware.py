@@ -1,0 +1,488 @@
+"""The middleware in `create_agent` and deepagents, and what each provider receives."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepagents import create_deep_agent
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.tools import tool
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
+
+import repeat_reminder_langchain.middleware as middleware_module
+from repeat_reminder_langchain import (
+    Reminder,
+    ReminderConfig,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+    RepeatToolReminderState,
+    is_reminder,
+    prepare_messages,
+)
+from repeat_reminder_langchain.messages import reminder_message
+
+from .helpers import (
+    ask,
+    assert_adjacent,
+    call,
+    probe,
+    reminders,
+    repeat,
+    scripted,
+    turn,
+)
+
+SAME = {"q": "same"}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def thread(name: str) -> Any:
+    return {"configurable": {"thread_id": name}}
+
+
+def agent_with(model: Any, *middleware: Any, tools: Any = (probe,), **kwargs: Any) -> Any:
+    return create_agent(model, tools=list(tools), middleware=list(middleware), **kwargs)
+
+
+# -- counting in create_agent -----------------------------------------------------------------
+
+
+def test_thresholds_draw_reminders_after_the_results_and_the_model_reads_them() -> None:
+    model = scripted(repeat("probe", SAME, 5))
+    messages = agent_with(model, RepeatToolReminderMiddleware()).invoke(ask())["messages"]
+
+    assert_adjacent(messages)
+    for prompt in model.seen:
+        assert_adjacent(prompt)
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    assert is_reminder(messages[messages.index(results[2]) + 1])
+    # The scripted model declares no profile, so it is sent the reminder as a user turn.
+    third_prompt = model.seen[3]
+    assert isinstance(third_prompt[-1], HumanMessage)
+    assert third_prompt[-1].content.startswith("<system-reminder>\nYou have called `probe` 3")
+    assert isinstance(third_prompt[-2], ToolMessage)
+
+
+async def test_async_agents_count_the_same() -> None:
+    agent = agent_with(scripted(repeat("probe", SAME, 5)), RepeatToolReminderMiddleware())
+    messages = (await agent.ainvoke(ask()))["messages"]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+
+
+def test_human_message_reminders_are_stored_as_tagged_user_messages() -> None:
+    middleware = RepeatToolReminderMiddleware(thresholds=[2], message_type="human")
+    messages = agent_with(scripted(repeat("probe", SAME, 2)), middleware).invoke(ask())["messages"]
+
+    (reminder,) = [m for m in messages if is_reminder(m)]
+    assert isinstance(reminder, HumanMessage)
+    assert reminder.content.startswith("<system-reminder>")
+
+
+def test_unknown_tools_and_failing_arguments_count() -> None:
+    script = [*repeat("nowhere", SAME, 3), *repeat("probe", {"q": ["not", "text"]}, 3)]
+    messages = agent_with(scripted(script), RepeatToolReminderMiddleware()).invoke(ask())[
+        "messages"
+    ]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("gentle", "nowhere", 3), ("gentle", "probe", 3)]
+
+
+def test_calls_rejected_by_a_human_count() -> None:
+    ran: list[str] = []
+
+    @tool("probe")
+    def guarded(q: str = "") -> str:
+        """Look something up, if a human allows it."""
+        ran.append(q)
+        return "probed"
+
+    agent = agent_with(
+        scripted(repeat("probe", SAME, 3)),
+        HumanInTheLoopMiddleware(interrupt_on={"probe": True}),
+        RepeatToolReminderMiddleware(),
+        tools=[guarded],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread("hitl")
+    result = agent.invoke(ask(), config)
+    rejections = 0
+    while "__interrupt__" in result:
+        rejections += 1
+        reject = {"decisions": [{"type": "reject", "message": "not now"}]}
+        result = agent.invoke(Command(resume=reject), config)
+
+    assert rejections == 3
+    assert ran == []
+    assert_adjacent(result["messages"])
+    assert reminders(result["messages"]) == [("gentle", "probe", 3)]
+
+
+def test_three_identical_parallel_calls_reach_three_after_the_whole_block() -> None:
+    script = [turn(call("probe", SAME), call("probe", SAME), call("probe", SAME))]
+    messages = agent_with(scripted(script), RepeatToolReminderMiddleware()).invoke(ask())[
+        "messages"
+    ]
+
+    assert_adjacent(messages)
+    assert [type(m).__name__ for m in messages[1:6]] == [
+        "AIMessage", "ToolMessage", "ToolMessage", "ToolMessage", "SystemMessage",
+    ]  # fmt: skip
+    assert reminders(messages) == [("gentle", "probe", 3)]
+
+
+def test_a_call_interrupted_and_resumed_counts_once() -> None:
+    @tool("probe")
+    def asks_first(q: str = "") -> str:
+        """Look something up after asking a human."""
+        return f"probed {interrupt('may I?')}"
+
+    agent = agent_with(
+        scripted(repeat("probe", SAME, 3)),
+        RepeatToolReminderMiddleware(thresholds=[3, 4]),
+        tools=[asks_first],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread("resume")
+    result = agent.invoke(ask(), config)
+    while "__interrupt__" in result:
+        result = agent.invoke(Command(resume="yes"), config)
+
+    assert_adjacent(result["messages"])
+    assert reminders(result["messages"]) == [("gentle", "probe", 3)]
+
+
+def test_the_chain_is_private_state_kept_in_the_checkpoint() -> None:
+    agent = agent_with(
+        scripted(repeat("probe", SAME, 2)),
+        RepeatToolReminderMiddleware(),
+        checkpointer=InMemorySaver(),
+    )
+    config = thread("private")
+    output = agent.invoke(ask(), config)
+
+    assert "repeat_tool_reminder" not in output
+    stored = agent.get_state(config).values["repeat_tool_reminder"]
+    assert stored["tool"] == "probe"
+    assert stored["count"] == 2
+    assert len(json.dumps(stored)) < 300
+    schema = agent.get_input_jsonschema()
+    assert "repeat_tool_reminder" not in json.dumps(schema)
+
+
+def test_the_stored_chain_stays_small_whatever_the_argument_size() -> None:
+    huge = {"q": "x" * 1_000_000}
+    agent = agent_with(
+        scripted(repeat("probe", huge, 2)),
+        RepeatToolReminderMiddleware(),
+        checkpointer=InMemorySaver(),
+    )
+    config = thread("huge")
+    agent.invoke(ask(), config)
+
+    stored = agent.get_state(config).values["repeat_tool_reminder"]
+    assert stored["count"] == 2
+    assert len(json.dumps(stored)) < 300
+
+
+def test_a_new_user_message_resets_the_count_of_the_thread() -> None:
+    script = [*repeat("probe", SAME, 2), AIMessage("answer"), *repeat("probe", SAME, 2)]
+    agent = agent_with(
+        scripted(script), RepeatToolReminderMiddleware(), checkpointer=InMemorySaver()
+    )
+    config = thread("reset")
+    agent.invoke(ask("first"), config)
+    messages = agent.invoke(ask("second"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == []
+    assert agent.get_state(config).values["repeat_tool_reminder"]["count"] == 2
+
+
+def test_an_unreadable_stored_chain_starts_over() -> None:
+    script = [*repeat("probe", SAME, 2), AIMessage("first"), *repeat("probe", SAME, 2)]
+    agent = agent_with(
+        scripted(script), RepeatToolReminderMiddleware(), checkpointer=InMemorySaver()
+    )
+    config = thread("garbage")
+    agent.invoke(ask(), config)
+    agent.update_state(config, {"repeat_tool_reminder": {"count": "many"}})
+    messages = agent.invoke(ask("again"), config)["messages"]
+
+    assert reminders(messages) == []
+    assert agent.get_state(config).values["repeat_tool_reminder"]["count"] == 2
+
+
+def test_an_internal_failure_is_logged_and_the_agent_completes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(middleware_module, "state_update", broken)
+    monkeypatch.setattr(middleware_module, "prepare_messages", broken)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = agent_with(
+            scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware()
+        ).invoke(ask())["messages"]
+
+    assert messages[-1].content == "done"
+    logged = {r.getMessage() for r in caplog.records}
+    assert "repeat reminder middleware failed; the run goes on without it" in logged
+    assert "repeat reminder rendering failed; messages sent as stored" in logged
+
+
+def test_the_middleware_takes_a_config_or_fields() -> None:
+    config = ReminderConfig(thresholds=[2])
+    assert RepeatToolReminderMiddleware(config).config is config
+    assert RepeatToolReminderMiddleware(exclude=["todo_*"]).config.exclude == ("todo_*",)
+    with pytest.raises(TypeError, match="not both"):
+        RepeatToolReminderMiddleware(config, thresholds=[3])
+    with pytest.raises(ValueError, match="thresholds must not be empty"):
+        RepeatToolReminderMiddleware(thresholds=[])
+
+
+# -- several worker processes sharing one checkpointer ----------------------------------------
+
+
+def _worker(db: Path, first: int, last: int) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.worker_sqlite", str(db), "shared", str(first), str(last)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_second_worker_process_continues_the_count_of_the_first(tmp_path: Path) -> None:
+    db = tmp_path / "checkpoints.sqlite"
+
+    first = _worker(db, 1, 3)
+    assert first["reminders"] == []
+    assert first["chain"]["count"] == 2
+
+    second = _worker(db, 4, 6)
+    assert second["reminders"] == [["gentle", "probe", 3], ["detailed", "probe", 5]]
+    assert second["chain"]["count"] == 5
+
+
+# -- the node without a handler keeps its chain in state, too ---------------------------------
+
+
+def _stateful_graph(model: Any, node: RepeatToolReminderNode, state: Any) -> Any:
+    from langgraph.graph import START, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    builder = StateGraph(state)
+    builder.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    builder.add_node("tools", ToolNode([probe], handle_tool_errors=True))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_edge("repeat_reminder", "agent")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_a_node_without_a_handler_counts_from_state_across_runs() -> None:
+    script = repeat("probe", SAME, 4)
+    graph = _stateful_graph(scripted(script), RepeatToolReminderNode(), RepeatToolReminderState)
+    graph.interrupt_before_nodes = ["tools"]
+    config = thread("stateful")
+    graph.invoke(ask(), config)
+    while graph.get_state(config).next:
+        graph.invoke(None, config)  # each step is a run of its own; no handler anywhere
+
+    values = graph.get_state(config).values
+    assert_adjacent(values["messages"])
+    assert reminders(values["messages"]) == [("gentle", "probe", 3)]
+    assert values["repeat_tool_reminder"]["count"] == 4
+
+
+def test_a_node_without_a_handler_warns_when_the_state_has_no_field(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from langgraph.graph import MessagesState
+
+    graph = _stateful_graph(
+        scripted(repeat("probe", SAME, 4)), RepeatToolReminderNode(), MessagesState
+    )
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        messages = graph.invoke(ask(), thread("no-field"))["messages"]
+
+    assert reminders(messages) == []
+    warnings_logged = [
+        r for r in caplog.records if "state field 'repeat_tool_reminder'" in r.getMessage()
+    ]
+    assert len(warnings_logged) == 1
+
+
+# -- deepagents -------------------------------------------------------------------------------
+
+
+def test_deepagents_subagent_with_its_own_middleware_gets_its_own_reminder() -> None:
+    worker_model = scripted(repeat("probe", SAME, 3))
+    task = call("task", {"description": "look into it", "subagent_type": "worker"})
+    parent_script = [*repeat("probe", SAME, 2), turn(task), *repeat("probe", SAME, 1)]
+    agent = create_deep_agent(
+        model=scripted(parent_script),
+        tools=[probe],
+        subagents=[
+            {
+                "name": "worker",
+                "description": "Looks things up.",
+                "system_prompt": "Look things up.",
+                "tools": [probe],
+                "model": worker_model,
+                "middleware": [RepeatToolReminderMiddleware()],
+            }
+        ],
+        middleware=[RepeatToolReminderMiddleware(exclude=["task"])],
+    )
+    messages = agent.invoke(ask())["messages"]
+
+    assert_adjacent(messages)
+    # The parent's two probes, the subagent's three, then the parent's third: the parent is
+    # reminded at its own third call, not at the sixth probe overall.
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert [m for m in messages if isinstance(m, ToolMessage)][-1] is messages[-3]
+    worker_prompt = worker_model.seen[-1]
+    assert_adjacent(worker_prompt)
+    assert is_reminder(worker_prompt[-1])
+    assert worker_prompt[-1].additional_kwargs["repeat_tool_reminder"]["count"] == 3
+
+
+# -- what each provider receives --------------------------------------------------------------
+
+
+def stored_conversation() -> list[BaseMessage]:
+    """A system prompt, a tool turn, its result, and the stored system reminder after it."""
+    ai = AIMessage("", tool_calls=[{"name": "probe", "args": SAME, "id": "toolu_01"}])
+    return [
+        SystemMessage("You are a careful agent."),
+        HumanMessage("go"),
+        ai,
+        ToolMessage("probed same", tool_call_id="toolu_01"),
+        reminder_message(Reminder("probe", 3, "gentle", '{"q":"same"}')),
+    ]
+
+
+def test_anthropic_without_mid_conversation_system_support_needs_the_rendering() -> None:
+    model = ChatAnthropic(model="claude-sonnet-4-5", api_key="dummy")  # type: ignore[call-arg]
+    conversation = stored_conversation()
+
+    with pytest.raises(ValueError, match="multiple non-consecutive system messages"):
+        model._get_request_payload(conversation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        payload = model._get_request_payload(prepare_messages(conversation, model))
+
+    assert payload["system"] == "You are a careful agent."
+    last = payload["messages"][-1]
+    assert last["role"] == "user"
+    assert [block["type"] for block in last["content"]] == ["tool_result", "text"]
+    assert last["content"][1]["text"].startswith("<system-reminder>\nYou have called `probe`")
+
+
+def test_anthropic_with_mid_conversation_system_support_gets_it_in_place() -> None:
+    model = ChatAnthropic(model="claude-opus-4-8", api_key="dummy")  # type: ignore[call-arg]
+    conversation = stored_conversation()
+
+    assert prepare_messages(conversation, model) is conversation
+    payload = model._get_request_payload(prepare_messages(conversation, model))
+    roles = [m["role"] for m in payload["messages"]]
+    assert roles == ["user", "assistant", "user", "system"]
+    assert payload["messages"][2]["content"][0]["type"] == "tool_result"
+
+
+@pytest.mark.parametrize(("name", "role"), [("gpt-4o", "user"), ("gpt-4.1", "system")])
+def test_openai_gets_the_reminder_right_after_the_tool_result(name: str, role: str) -> None:
+    model = ChatOpenAI(model=name, api_key="dummy")  # type: ignore[arg-type]
+    payload = model._get_request_payload(prepare_messages(stored_conversation(), model))
+
+    roles = [m["role"] for m in payload["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", role]
+    assert payload["messages"][-1]["name"] == "repeat_tool_reminder"
+
+
+def test_openai_responses_api_keeps_the_reminder_after_the_function_output() -> None:
+    model = ChatOpenAI(model="gpt-4.1", api_key="dummy", use_responses_api=True)  # type: ignore[arg-type]
+    payload = model._get_request_payload(prepare_messages(stored_conversation(), model))
+
+    kinds = [item.get("role", item["type"]) for item in payload["input"]]
+    assert kinds == ["system", "user", "function_call", "function_call_output", "system"]
+
+
+def test_gemini_drops_a_stored_system_reminder_but_keeps_the_rendered_one() -> None:
+    model = ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="dummy")
+    conversation = stored_conversation()
+
+    raw = model._prepare_request(conversation)
+    assert [c.role for c in raw["contents"]] == ["user", "model", "user"]
+    prepared = model._prepare_request(prepare_messages(conversation, model))
+    assert [c.role for c in prepared["contents"]] == ["user", "model", "user", "user"]
+    assert prepared["contents"][-1].parts[0].text.startswith("<system-reminder>")
+
+
+def test_rendering_looks_through_bound_and_wrapped_models() -> None:
+    conversation = stored_conversation()
+    capable = ChatOpenAI(model="gpt-4.1", api_key="dummy")  # type: ignore[arg-type]
+    limited = ChatOpenAI(model="gpt-4o", api_key="dummy")  # type: ignore[arg-type]
+
+    def kept(model: object) -> bool:
+        return prepare_messages(conversation, model)[-1].type == "system"
+
+    assert kept(capable.bind_tools([probe]))
+    assert kept(capable.with_retry())
+    assert kept(ChatPromptTemplate.from_messages([("human", "{x}")]) | capable)
+    assert kept(capable.configurable_fields(temperature=_field("temperature")))
+    assert kept(capable.with_fallbacks([capable.bind(temperature=0)]))
+    assert not kept(capable.with_fallbacks([limited]))
+    assert not kept(limited)
+    assert not kept(None)
+    assert not kept(_deeply_bound(capable, 10))
+    assert prepare_messages(tuple(conversation), capable) == conversation
+
+
+def test_rendering_leaves_other_system_messages_alone() -> None:
+    conversation = [SystemMessage("rules"), HumanMessage("go"), SystemMessage("note")]
+    assert prepare_messages(conversation, None) is conversation
+
+
+def _field(name: str) -> Any:
+    from langchain_core.runnables import ConfigurableField
+
+    return ConfigurableField(id=name)
+
+
+def _deeply_bound(model: Any, depth: int) -> Any:
+    for _ in range(depth):
+        model = model.with_retry()
+    return model
