@@ -22,7 +22,7 @@ lint: $(READY)
 	$(BIN)/mypy
 
 test: lint
-	$(BIN)/python -m pytest --cov --cov-report=term-missing
+	scripts/with-postgres $(BIN)/python -m pytest --cov --cov-report=term-missing
 
 clean:
 	rm -rf $(VENV) .coverage .pytest_cache .mypy_cache .ruff_cache

@@ -37,7 +37,7 @@ class Turn:
     """The latest model turn with tool calls, as far as the conversation has answered it.
 
     Attributes:
-        id: The turn's identity (the `AIMessage` id, or its call ids when it has none).
+        id: The turn's identity (the `AIMessage` id, or its position and calls without one).
         calls: The answered calls, in the order the model made them.
         complete: Whether every call has its result, so a message may follow the block.
 
@@ -66,26 +66,29 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
             answered.add(item.tool_call_id)
     if message is None:
         return None
-    requested: list[tuple[str | None, str, object]] = [
-        (call.get("id"), call["name"], call["args"]) for call in message.tool_calls
-    ]
-    for invalid in message.invalid_tool_calls:
-        name = invalid.get("name")
-        if isinstance(name, str):
-            requested.append((invalid.get("id"), name, invalid.get("args")))
-    if not requested:
-        return None
     calls: list[Call] = []
     complete = True
-    for position, (call_id, name, args) in enumerate(requested):
-        if not call_id:
-            # Without an id no result can be matched to the call; it counts with its turn.
-            calls.append(Call(f"#{position}", name, args))
-        elif call_id in answered:
-            calls.append(Call(call_id, name, args))
-        else:
+    for position, tool_call in enumerate(message.tool_calls):
+        call_id = tool_call.get("id")
+        if call_id and call_id not in answered:
             complete = False
-    turn_id = message.id or "\x1f".join(str(call_id) for call_id, _, _ in requested)
+        elif call_id:
+            calls.append(Call(call_id, tool_call["name"], tool_call["args"]))
+        else:
+            # Without an id no result can be matched to the call; it counts with its turn.
+            calls.append(Call(f"#{position}", tool_call["name"], tool_call["args"]))
+    # Calls whose arguments could not be parsed never reach a tool and get no result in the
+    # state (create_agent answers them only in the request it sends): they count with their
+    # turn, after the others.
+    for position, invalid in enumerate(message.invalid_tool_calls, len(message.tool_calls)):
+        name = invalid.get("name")
+        if isinstance(name, str):
+            calls.append(Call(invalid.get("id") or f"#{position}", name, invalid.get("args")))
+    if not message.tool_calls and not calls:
+        return None
+    # Messages in graph state always have ids; a bare list may not, so fall back to the
+    # message's position and its calls.
+    turn_id = message.id or f"#{index}:" + "\x1f".join(call.id for call in calls)
     return Turn(turn_id, tuple(calls), complete)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -15,7 +17,7 @@ from langchain_core.messages import (
     HumanMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
@@ -76,6 +78,36 @@ class ScriptedModel(GenericFakeChatModel):
         yield ChatGenerationChunk(
             message=AIMessageChunk(content=message.content, id=message.id, tool_call_chunks=chunks)
         )
+
+
+class LoopingModel(BaseChatModel):
+    """A chat model that repeats one tool call `turns` times after each user message, then
+    answers. It reads the conversation instead of a script, so one instance can serve any
+    number of concurrent runs and worker processes.
+    """
+
+    tool: str = "probe"
+    args: dict[str, Any] = Field(default_factory=lambda: {"q": "same"})
+    turns: int = 3
+
+    @property
+    def _llm_type(self) -> str:
+        return "looping-test-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> LoopingModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        made = 0
+        for message in reversed(messages):
+            if isinstance(message, HumanMessage) and not is_reminder(message):
+                break
+            made += isinstance(message, AIMessage) and bool(message.tool_calls)
+        if made >= self.turns:
+            reply = AIMessage(f"done after {made} calls")
+        else:
+            reply = turn(call(self.tool, dict(self.args), f"call_{uuid.uuid4().hex[:12]}"))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def scripted(messages: Sequence[AIMessage | str]) -> ScriptedModel:

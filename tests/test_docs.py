@@ -6,9 +6,17 @@ import re
 import runpy
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from repeat_reminder_langchain import (
+    ReminderConfig,
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -42,3 +50,80 @@ def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
     )
     assert "REMINDER   [gentle · job_status × 3]" in result.stdout
     assert "With the guard: 6 tool calls · 2 reminders (1 gentle, 1 detailed)" in result.stdout
+
+
+CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = [
+    (lambda: ReminderConfig(thresholds=[]), ValueError, "thresholds must not be empty"),
+    (
+        lambda: ReminderConfig(thresholds=[1, 3]),
+        ValueError,
+        "thresholds: invalid threshold 1 — every threshold must be an integer >= 2",
+    ),
+    (
+        lambda: ReminderConfig(thresholds=[3, 3]),
+        ValueError,
+        "thresholds must not contain duplicates, got [3, 3]",
+    ),
+    (
+        lambda: ReminderConfig(thresholds="3,5"),
+        ValueError,
+        "thresholds must be a list of integers, got '3,5'",
+    ),
+    (
+        lambda: ReminderConfig(include="grep"),
+        ValueError,
+        "must be a list of tool-name patterns, got 'grep'",
+    ),
+    (
+        lambda: ReminderConfig(exclude=["grep", 3]),
+        ValueError,
+        "every pattern must be a non-empty string, got 3",
+    ),
+    (
+        lambda: ReminderConfig(arguments_preview_chars=0),
+        ValueError,
+        "invalid arguments_preview_chars 0 — must be an integer >= 1",
+    ),
+    (
+        lambda: ReminderConfig(message_type="assistant"),
+        ValueError,
+        "Input should be 'system' or 'human'",
+    ),
+    (
+        lambda: RepeatToolReminderMiddleware(treshold=[3]),
+        TypeError,
+        "unknown ReminderConfig field 'treshold'; did you mean 'thresholds'?",
+    ),
+    (lambda: ReminderConfig(treshold=[3]), ValueError, "Extra inputs are not permitted"),
+    (
+        lambda: RepeatToolReminderCallbackHandler(ReminderConfig(), thresholds=[2]),
+        TypeError,
+        "pass either a ReminderConfig or its fields as keywords, not both",
+    ),
+    (
+        lambda: RepeatToolReminderMiddleware({"thresholds": [3]}),
+        TypeError,
+        "config must be a ReminderConfig, got dict",
+    ),
+    (
+        lambda: RepeatToolReminderNode(RepeatToolReminderCallbackHandler(), thresholds=[2]),
+        TypeError,
+        "the handler has its own configuration; pass it there",
+    ),
+    (
+        lambda: RepeatToolReminderNode(ReminderConfig()),
+        TypeError,
+        "RepeatToolReminderNode takes a RepeatToolReminderCallbackHandler or none, got "
+        "ReminderConfig",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build", "error", "message"), CONFIGURATION_ERRORS)
+def test_the_readme_table_of_configuration_errors_is_what_happens(
+    build: Callable[[], object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as caught:
+        build()
+    assert message in str(caught.value)
+    assert f"`{error.__name__}`: {message}" in README.read_text(encoding="utf-8")

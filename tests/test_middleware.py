@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,7 +50,6 @@ from .helpers import (
 )
 
 SAME = {"q": "same"}
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def thread(name: str) -> Any:
@@ -263,34 +259,6 @@ def test_the_middleware_takes_a_config_or_fields() -> None:
         RepeatToolReminderMiddleware(config, thresholds=[3])
     with pytest.raises(ValueError, match="thresholds must not be empty"):
         RepeatToolReminderMiddleware(thresholds=[])
-
-
-# -- several worker processes sharing one checkpointer ----------------------------------------
-
-
-def _worker(db: Path, first: int, last: int) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.worker_sqlite", str(db), "shared", str(first), str(last)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def test_a_second_worker_process_continues_the_count_of_the_first(tmp_path: Path) -> None:
-    db = tmp_path / "checkpoints.sqlite"
-
-    first = _worker(db, 1, 3)
-    assert first["reminders"] == []
-    assert first["chain"]["count"] == 2
-
-    second = _worker(db, 4, 6)
-    assert second["reminders"] == [["gentle", "probe", 3], ["detailed", "probe", 5]]
-    assert second["chain"]["count"] == 5
 
 
 # -- the node without a handler keeps its chain in state, too ---------------------------------

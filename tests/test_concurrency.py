@@ -1,0 +1,80 @@
+"""One handler under heavy concurrency: every run gets exactly its own reminders, nothing hangs."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+
+from repeat_reminder_langchain import (
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
+)
+
+from .helpers import LoopingModel, agent_graph, ask, assert_adjacent, probe, reminders
+
+EXPECTED = [("gentle", "probe", 2), ("detailed", "probe", 3)]
+THREADS, RUNS_EACH = 64, 50
+
+
+@pytest.mark.timeout(600)
+def test_64_threads_times_50_runs_on_one_handler_each_get_their_own_reminders() -> None:
+    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
+    # One graph and one model for every run: the model reads each run's own conversation.
+    graph = agent_graph(LoopingModel(turns=3), [probe], guard)
+
+    def worker(index: int) -> list[list[Any]]:
+        # Half the workers name a conversation (reused for all their runs), half do not.
+        config: dict[str, Any] = {"callbacks": [guard]}
+        if index % 2:
+            config["configurable"] = {"thread_id": f"thread-{index}"}
+        return [reminders(graph.invoke(ask(), config)["messages"]) for _ in range(RUNS_EACH)]
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = [r for runs in pool.map(worker, range(THREADS)) for r in runs]
+
+    assert len(results) == THREADS * RUNS_EACH
+    assert all(found == EXPECTED for found in results)
+    assert guard.agent_count == THREADS // 2  # one per named conversation; the rest forgotten
+    assert guard._runs == {}
+
+
+@pytest.mark.timeout(600)
+async def test_200_concurrent_async_runs_on_one_handler_each_get_their_own_reminders() -> None:
+    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
+    graph = agent_graph(LoopingModel(turns=3), [probe], guard)
+
+    async def one(index: int) -> list[Any]:
+        config: dict[str, Any] = {"callbacks": [guard]}
+        if index % 2:
+            config["configurable"] = {"thread_id": f"thread-{index}"}
+        messages = (await graph.ainvoke(ask(), config))["messages"]
+        assert_adjacent(messages)
+        return reminders(messages)
+
+    results = await asyncio.gather(*(one(i) for i in range(200)))
+
+    assert all(found == EXPECTED for found in results)
+    assert guard.agent_count == 100
+    assert guard._runs == {}
+
+
+@pytest.mark.timeout(600)
+async def test_200_concurrent_create_agent_runs_keep_their_own_counts() -> None:
+    agent = create_agent(
+        LoopingModel(turns=3),
+        tools=[probe],
+        middleware=[RepeatToolReminderMiddleware(thresholds=[2, 3])],
+    )
+
+    async def one() -> list[Any]:
+        messages = (await agent.ainvoke(ask()))["messages"]
+        assert_adjacent(messages)
+        return reminders(messages)
+
+    results = await asyncio.gather(*(one() for _ in range(200)))
+
+    assert all(found == EXPECTED for found in results)

@@ -1,0 +1,184 @@
+"""Properties: canonical texts against JSON equality, and the chain against a reference model."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from repeat_reminder_langchain import ReminderConfig, canonicalize
+from repeat_reminder_langchain.chain import Chain
+from repeat_reminder_langchain.messages import observe, reminder_message
+
+# Text with every code point, lone surrogates included: they must survive as escapes.
+TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
+FINITE = st.floats(allow_nan=False, allow_infinity=False)
+SCALARS = st.none() | st.booleans() | st.integers() | FINITE | TEXT
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=24,
+)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: numbers by value, but a boolean is never a number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(json_equal, a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def reshaped(value: Any, rnd: random.Random) -> Any:
+    """An equal JSON value written differently: keys reordered at every depth, lists as
+    tuples, whole floats as ints and ints as floats where exact."""
+    if isinstance(value, dict):
+        items = [(k, reshaped(v, rnd)) for k, v in value.items()]
+        rnd.shuffle(items)
+        return dict(items)
+    if isinstance(value, list):
+        items = [reshaped(v, rnd) for v in value]
+        return tuple(items) if rnd.random() < 0.5 else items
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, int) and abs(value) < 2**53 and rnd.random() < 0.5:
+        return float(value)
+    return value
+
+
+@given(JSON, st.randoms(use_true_random=False))
+def test_equal_json_written_differently_has_one_canonical_text(value: Any, rnd: Any) -> None:
+    assert canonicalize(reshaped(value, rnd)) == canonicalize(value)
+
+
+@given(JSON, JSON)
+def test_canonical_texts_are_equal_exactly_when_the_values_are(a: Any, b: Any) -> None:
+    assert (canonicalize(a) == canonicalize(b)) == json_equal(a, b)
+
+
+@given(JSON)
+def test_the_canonical_text_is_json_for_the_same_value(value: Any) -> None:
+    text = canonicalize(value)
+    text.encode("utf-8")
+    assert json_equal(json.loads(text), value)
+
+
+@given(JSON)
+def test_a_json_round_trip_keeps_the_canonical_text(value: Any) -> None:
+    assert canonicalize(json.loads(json.dumps(value))) == canonicalize(value)
+    assert canonicalize(copy.deepcopy(value)) == canonicalize(value)
+
+
+@given(st.dictionaries(st.integers(), SCALARS, max_size=5))
+def test_integer_keys_are_their_decimal_strings(value: dict[int, Any]) -> None:
+    # Decided: once sent as JSON, {1: x} is {"1": x}; the guard keys them alike.
+    assert canonicalize(value) == canonicalize({str(k): v for k, v in value.items()})
+
+
+# -- the chain against a ten-line reference ----------------------------------------------------
+
+THRESHOLDS = (2, 3, 5)
+CONFIG = ReminderConfig(thresholds=THRESHOLDS, exclude=["todo*"])
+CALLS = st.tuples(
+    st.sampled_from(["probe", "other", "todo_write"]),
+    st.sampled_from([{"q": 1}, {"q": 1.0}, {"q": 2}, {"q": [1, {"b": 2, "a": 1}]}]),
+)
+
+
+class Reference:
+    """The rules, as plainly as they can be written."""
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        self.count = 0
+
+    def calls(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, int]]:
+        due = []
+        for tool, args in calls:
+            if tool.startswith("todo"):
+                continue
+            key = (tool, json.dumps(args, sort_keys=True).replace("1.0", "1"))
+            self.count = self.count + 1 if key == self.last else 1
+            self.last = key
+            if self.count in THRESHOLDS:
+                level = "gentle" if self.count == THRESHOLDS[0] else "detailed"
+                due.append((level, tool, self.count))
+        return due
+
+    def user(self) -> None:
+        self.last, self.count = None, 0
+
+
+class ChainMachine(RuleBasedStateMachine):
+    """Random conversations: turns of one to three calls, answered at once or in two goes,
+    user messages, and repeated looks at an unchanged conversation."""
+
+    @initialize()
+    def start(self) -> None:
+        self.messages: list[BaseMessage] = [HumanMessage("go")]
+        self.chain = Chain()
+        self.reference = Reference()
+        self.ids = itertools.count()
+        self.got: list[tuple[str, str, int]] = []
+        self.expected: list[tuple[str, str, int]] = []
+
+    def look(self) -> None:
+        self.chain, reminders = observe(self.chain, self.messages, CONFIG)
+        self.got += [(r.level, r.tool, r.count) for r in reminders]
+        self.messages += [reminder_message(r) for r in reminders]
+
+    def ask(self, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolMessage]:
+        tool_calls = [
+            {"name": tool, "args": args, "id": f"c{next(self.ids)}"} for tool, args in calls
+        ]
+        self.messages.append(AIMessage("", tool_calls=tool_calls, id=f"m{next(self.ids)}"))
+        return [ToolMessage("r", tool_call_id=c["id"]) for c in tool_calls]
+
+    @rule(calls=st.lists(CALLS, min_size=1, max_size=3))
+    def turn(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        self.messages += reversed(self.ask(calls))  # results in any order
+        self.expected += self.reference.calls(calls)
+        self.look()
+
+    @rule(calls=st.lists(CALLS, min_size=2, max_size=3))
+    def turn_answered_in_two_goes(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+        first, *rest = self.ask(calls)
+        self.messages.append(first)
+        self.look()  # a turn still waiting for results counts nothing yet
+        self.messages += rest
+        self.expected += self.reference.calls(calls)
+        self.look()
+
+    @rule()
+    def user_message(self) -> None:
+        self.messages.append(HumanMessage("new instructions"))
+        self.reference.user()
+        self.look()
+
+    @rule()
+    def look_again(self) -> None:
+        self.look()
+
+    @invariant()
+    def reminders_match_the_reference(self) -> None:
+        assert self.got == self.expected
+        if self.reference.count:
+            assert self.chain.count == self.reference.count
+
+
+TestChainMachine = ChainMachine.TestCase
+TestChainMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
