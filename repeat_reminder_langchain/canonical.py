@@ -8,8 +8,9 @@ whatever they are; `canonicalize` never raises.
 
 Rules beyond plain JSON:
 
-* A float with an integral value renders as that integer (`1.0` → `1`, `-0.0` → `0`); NaN and
-  infinities render as `null`, as `JSON.stringify` does, since JSON has no form for them.
+* A float with an integral value renders as that integer (`1.0` → `1`, `-0.0` → `0`); other
+  floats in their shortest round-trip form (`0.1`, `1.5e-7`); NaN and infinities as `null`, as
+  `JSON.stringify` does, since JSON has no form for them.
 * Object keys become strings the way a JSON encoder makes them (`1` → `"1"`), so `{1: x}` and
   `{"1": x}` are the same arguments: they are indistinguishable once sent over the wire.
 * Tuples are arrays; sets are arrays sorted by their elements' canonical texts.
@@ -21,6 +22,10 @@ Rules beyond plain JSON:
   not limited (the walk uses no recursion).
 * Lone surrogates, which UTF-8 cannot carry, are written as `\uXXXX` escapes, so the text
   can always be encoded and sent to a provider.
+
+Plain JSON is serialised by orjson (sorted keys, in C); whatever orjson refuses or renders
+otherwise (other types, integral floats, non-string keys, deep nesting) takes the pure path,
+which defines the rules above and gives the same text for anything both accept.
 """
 
 from __future__ import annotations
@@ -38,11 +43,20 @@ from json.encoder import encode_basestring
 from operator import itemgetter
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 __all__ = ["canonicalize", "digest"]
 
 _CIRCULAR = '"[Circular]"'
+_ORJSON_OPTIONS = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+# orjson writes a float with an integral value as `1.0`, or as `1e+16` from 1e16 up.
+_WHOLE_FLOAT = re.compile(rb"[:,\[]-?\d+(?:\.0[,\]}]|(?:\.\d+)?e\+)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _BY_KEY = itemgetter(0, 1)
 
@@ -64,6 +78,28 @@ def canonicalize(value: object) -> str:
         '{"a":{"x":"é","y":null},"b":[1,2]}'
 
     """
+    fast = _orjson_text(value)
+    return fast if fast is not None else _pure_text(value)
+
+
+def _orjson_text(value: object) -> str | None:
+    """The canonical text by orjson, or None where only the pure path knows the rules."""
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError: a type, key, integer or depth it refuses
+        return None
+    if data[:1] in b"-0123456789":
+        return None  # a bare number: rare, and not worth a second pattern
+    if (b".0" in data or b"e+" in data) and _WHOLE_FLOAT.search(data):
+        return None  # an integral float, or text that looks like one inside a string
+    return data.decode()
+
+
+def _refuse(value: object) -> object:
+    raise TypeError
+
+
+def _pure_text(value: object) -> str:
     text = _render(value)
     if not text.isascii() and _SURROGATE.search(text):
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
@@ -140,7 +176,7 @@ def _float_text(value: float) -> str:
         return "null"
     if value.is_integer():
         return int.__repr__(int(value))
-    return float.__repr__(value)
+    return orjson.dumps(value).decode()
 
 
 def _push_object(stack: list[tuple[int, Any]], mapping: Mapping[Any, Any]) -> None:

@@ -47,7 +47,9 @@ def test_numbers_and_arrays_equal_as_json_share_a_text(left: Any, right: Any) ->
 
 
 def test_floats_keep_their_shortest_form() -> None:
-    assert canonicalize([0.1, 1.5e-07, 2.5, -3.25]) == "[0.1,1.5e-07,2.5,-3.25]"
+    assert canonicalize([0.1, 1.5e-07, 2.5, -3.25, 1e-5]) == "[0.1,1.5e-7,2.5,-3.25,0.00001]"
+    # The same text whether orjson writes it or the pure path does (an int key forces that).
+    assert canonicalize({"k": 1.5e-07, "x": {1: 2}}) == '{"k":1.5e-7,"x":{"1":2}}'
 
 
 def test_non_finite_floats_render_as_null_as_json_stringify_does() -> None:

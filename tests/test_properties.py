@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
+from repeat_reminder_langchain.canonical import _orjson_text, _pure_text
 from repeat_reminder_langchain.chain import Chain
 from repeat_reminder_langchain.messages import observe, reminder_message
 
@@ -26,6 +27,10 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
     max_leaves=24,
 )
+
+
+class Tag(str):
+    """A str subclass: orjson leaves it to the pure path."""
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -81,6 +86,38 @@ def test_the_canonical_text_is_json_for_the_same_value(value: Any) -> None:
 def test_a_json_round_trip_keeps_the_canonical_text(value: Any) -> None:
     assert canonicalize(json.loads(json.dumps(value))) == canonicalize(value)
     assert canonicalize(copy.deepcopy(value)) == canonicalize(value)
+
+
+ANYTHING = st.recursive(
+    SCALARS
+    | st.floats()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.binary(max_size=4)
+    | st.decimals()
+    | st.datetimes()
+    | st.uuids()
+    | st.text(max_size=3).map(Tag),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.tuples(inner, inner)
+    | st.frozensets(st.integers() | st.text(max_size=3), max_size=3)
+    | st.dictionaries(st.text(max_size=3) | st.integers() | st.none(), inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3).map(Tag), inner, max_size=2),
+    max_leaves=16,
+)
+
+
+@given(ANYTHING)
+def test_the_orjson_path_gives_the_pure_paths_text_whenever_it_answers(value: Any) -> None:
+    fast = _orjson_text(value)
+    if fast is not None:
+        assert fast == _pure_text(value)
+    assert canonicalize(value) == _pure_text(value)
+
+
+@given(st.lists(FINITE, max_size=6), st.dictionaries(TEXT, FINITE, max_size=4))
+def test_floats_take_the_fast_path_unless_integral(floats: list[float], mapping: Any) -> None:
+    value = {"floats": floats, "mapping": mapping, "text": "v1.0 e+ 2.0,"}
+    assert canonicalize(value) == _pure_text(value)
 
 
 @given(st.dictionaries(st.integers(), SCALARS, max_size=5))
