@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint bench clean
 
 $(READY): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; found " + sys.version.split()[0])'
@@ -26,3 +26,6 @@ test: lint
 
 clean:
 	rm -rf $(VENV) .coverage .pytest_cache .mypy_cache .ruff_cache
+
+bench: $(READY)
+	$(BIN)/python -m benchmarks

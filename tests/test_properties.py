@@ -97,11 +97,13 @@ ANYTHING = st.recursive(
     | st.datetimes()
     | st.uuids()
     | st.text(max_size=3).map(Tag),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.tuples(inner, inner)
-    | st.frozensets(st.integers() | st.text(max_size=3), max_size=3)
-    | st.dictionaries(st.text(max_size=3) | st.integers() | st.none(), inner, max_size=3)
-    | st.dictionaries(st.text(max_size=3).map(Tag), inner, max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.frozensets(st.integers() | st.text(max_size=3), max_size=3)
+        | st.dictionaries(st.text(max_size=3) | st.integers() | st.none(), inner, max_size=3)
+        | st.dictionaries(st.text(max_size=3).map(Tag), inner, max_size=2)
+    ),
     max_leaves=16,
 )
 
