@@ -14,7 +14,16 @@ from .config import ReminderConfig
 from .messages import latest_turn, user_spoke
 from .reminder import SOURCE, is_reminder
 
-__all__ = ["Row", "Summary", "format_transcript", "replay", "summarize", "transcript_rows"]
+__all__ = [
+    "Row",
+    "Step",
+    "Summary",
+    "format_transcript",
+    "replay",
+    "steps",
+    "summarize",
+    "transcript_rows",
+]
 
 Role = Literal["user", "assistant", "tool", "system", "reminder"]
 
@@ -66,11 +75,14 @@ class Summary:
         )
 
 
-def replay(messages: Sequence[BaseMessage], config: ReminderConfig) -> Iterator[tuple[Call, int]]:
-    """Count a conversation as the guard does, yielding each tracked call and its run length.
+def replay(
+    messages: Sequence[BaseMessage], config: ReminderConfig
+) -> Iterator[tuple[Call, int | None]]:
+    """Count a conversation as the guard does: each call, and the run it reached (or None).
 
-    A turn is counted where the model would next have read it (before its next turn or a user
-    message, or at the end), and a user message resets the chain, exactly as at run time.
+    Untracked calls come with None. A turn is counted where the model would next have read it
+    (before its next turn or a user message, or at the end), and a user message resets the
+    chain, exactly as at run time.
     """
     chain = Chain()
     for end in range(1, len(messages) + 1):
@@ -81,10 +93,51 @@ def replay(messages: Sequence[BaseMessage], config: ReminderConfig) -> Iterator[
             for call in turn.calls:
                 before = (chain.turn, chain.counted)
                 chain, _ = count_calls(chain, turn.id, [call], config)
-                if (chain.turn, chain.counted) != before and config.tracks(call.tool):
-                    yield call, chain.count
+                if (chain.turn, chain.counted) != before:
+                    yield call, chain.count if config.tracks(call.tool) else None
         if user_spoke(messages, end):
             chain = chain.reset()
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One tool call of a conversation, as a row of a timeline.
+
+    Attributes:
+        number: The call's position among all calls, from 1.
+        tool: The tool called.
+        count: The run of identical calls it reached, or None for an untracked tool.
+        reminder: The level of the reminder it drew (`"gentle"`, `"detailed"`), if any.
+    """
+
+    number: int
+    tool: str
+    count: int | None
+    reminder: str | None = None
+
+
+def steps(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> list[Step]:
+    """Every tool call with the run it reached and the reminder it drew, in order.
+
+    The runs are recounted with `config` (defaults when None); the reminders are the ones in
+    the conversation, each matched to the latest call before it with its tool and count.
+    """
+    found = [
+        Step(number, call.tool, count)
+        for number, (call, count) in enumerate(replay(messages, config or ReminderConfig()), 1)
+    ]
+    made = 0  # calls made before the message at hand
+    for message in messages:
+        if isinstance(message, AIMessage):
+            made += len(message.tool_calls) + len(message.invalid_tool_calls)
+        elif is_reminder(message):
+            tag = message.additional_kwargs[SOURCE]
+            for index in range(min(made, len(found)) - 1, -1, -1):
+                step = found[index]
+                if (step.tool, step.count) == (tag["tool"], tag["count"]):
+                    found[index] = Step(step.number, step.tool, step.count, tag["level"])
+                    break
+    return found
 
 
 def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> Summary:
@@ -101,7 +154,7 @@ def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = N
     levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
     longest: tuple[str, int] | None = None
     for call, count in replay(messages, config):
-        if longest is None or count > longest[1]:
+        if count is not None and (longest is None or count > longest[1]):
             longest = (call.tool, count)
     calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
     return Summary(

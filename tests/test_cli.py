@@ -121,7 +121,7 @@ def test_summary_counts_streaks_as_the_guard_does() -> None:
     config = ReminderConfig(exclude=["todo"])
 
     assert [(c.tool, n) for c, n in replay(messages, config)] == [
-        ("grep", 1), ("grep", 2), ("grep", 3), ("grep", 1), ("grep", 1),
+        ("grep", 1), ("grep", 2), ("todo", None), ("grep", 3), ("grep", 1), ("grep", 1),
     ]  # fmt: skip
     summary = summarize(messages, config)
     assert (summary.calls, summary.reminders, summary.longest) == (6, 0, ("grep", 3))

@@ -1,0 +1,120 @@
+"""Pictures of a conversation: the transcript as an HTML table, and a timeline of its calls.
+
+`transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib
+(`pip install "repeat-reminder-langchain[notebooks]"`), imported only when called.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from .config import ReminderConfig
+from .transcript import steps, transcript_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["plot_timeline", "transcript_html"]
+
+_ROW_STYLE = {
+    "user": "background:#eef5ff",
+    "assistant": "",
+    "tool": "color:#555",
+    "system": "color:#555;font-style:italic",
+}
+_REMINDER_STYLE = {"gentle": "background:#fff4d6", "detailed": "background:#ffe0dc"}
+_REMINDER_COLOUR = {"gentle": "#e6a100", "detailed": "#d1342f"}
+
+
+def transcript_html(messages: Sequence[BaseMessage]) -> str:
+    """The conversation as an HTML table, one message a row, reminders highlighted.
+
+    In a notebook: `IPython.display.HTML(transcript_html(messages))`.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> table = transcript_html([HumanMessage("hi <there>")])
+        >>> "<td>user</td><td>hi &lt;there&gt;</td>" in table
+        True
+    """
+    lines = ['<table style="border-collapse:collapse;text-align:left">']
+    lines.append("<tr><th>#</th><th>who</th><th>what</th></tr>")
+    for row in transcript_rows(messages):
+        if row.level is not None:
+            style = _REMINDER_STYLE[row.level]
+            who = f"<b>reminder</b> ({row.level}, {html.escape(row.summary or '')})"
+        else:
+            style, who = _ROW_STYLE[row.role], row.role
+        lines.append(
+            f'<tr style="{style}"><td>{row.number}</td><td>{who}</td>'
+            f"<td>{html.escape(row.text)}</td></tr>"
+        )
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
+def plot_timeline(
+    runs: Mapping[str, Sequence[BaseMessage]],
+    config: ReminderConfig | None = None,
+    path: str | Path | None = None,
+) -> Figure:
+    """Plot each run's tool calls side by side: one row per call, its run length, its reminder.
+
+    Args:
+        runs: Conversations by title, e.g. `{"without the guard": a, "with the guard": b}`.
+        config: Thresholds and tracked tools to recount the runs with (defaults when None).
+        path: Where to save the figure as an image, if anywhere.
+
+    Returns:
+        The matplotlib figure.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib import pyplot
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    config = config or ReminderConfig()
+    timelines = {title: steps(messages, config) for title, messages in runs.items()}
+    rows = max((len(found) for found in timelines.values()), default=0)
+    figure, axes = pyplot.subplots(
+        1, len(timelines), figsize=(5.2 * len(timelines), 1.2 + 0.32 * rows), squeeze=False
+    )
+    tools = sorted({step.tool for found in timelines.values() for step in found})
+    palette = pyplot.get_cmap("tab10")
+    colours = {tool: palette(index % 10) for index, tool in enumerate(tools)}
+    counts = [step.count or 0 for found in timelines.values() for step in found]
+    width = max([*config.thresholds, *counts]) + 3
+    for axis, (title, found) in zip(axes[0], timelines.items(), strict=True):
+        for row, step in enumerate(found):
+            length = step.count or 0
+            axis.barh(row, length, color=colours[step.tool], height=0.7)
+            label_at = length + (0.45 if step.reminder else 0.15)
+            axis.text(label_at, row, step.tool, va="center", fontsize=8)
+            if step.reminder is not None:
+                colour = _REMINDER_COLOUR[step.reminder]
+                axis.plot(length, row, marker="D", color=colour, markersize=8, zorder=3)
+        for threshold in config.thresholds:
+            axis.axvline(threshold, color="#999", linestyle=":", linewidth=1)
+        axis.set_title(f"{title}: {len(found)} calls", fontsize=10)
+        axis.set_ylim(max(rows, 1) - 0.5, -0.5)
+        axis.set_xlim(0, width)
+        axis.set_yticks(range(len(found)), [str(step.number) for step in found], fontsize=7)
+        axis.set_ylabel("call")
+        axis.set_xlabel("identical calls in a row")
+    handles: list[Any] = [Patch(color=colours[tool], label=tool) for tool in tools]
+    handles += [
+        Line2D([], [], color=colour, marker="D", linestyle="", label=f"{level} reminder")
+        for level, colour in _REMINDER_COLOUR.items()
+    ]
+    figure.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    if path is not None:
+        figure.savefig(path, dpi=120)
+    return figure

@@ -1,0 +1,82 @@
+"""Pictures: the HTML transcript and the timeline plot, from real demo runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain.demo import run_demo
+from repeat_reminder_langchain.transcript import Step, steps
+from repeat_reminder_langchain.viz import plot_timeline, transcript_html
+
+
+@pytest.fixture(scope="module")
+def guarded() -> list[object]:
+    return run_demo(RepeatToolReminderCallbackHandler())
+
+
+def test_steps_give_each_call_its_run_and_its_reminder(guarded: list[object]) -> None:
+    assert steps(guarded) == [  # type: ignore[arg-type]
+        Step(1, "job_status", 1),
+        Step(2, "job_status", 2),
+        Step(3, "job_status", 3, "gentle"),
+        Step(4, "job_status", 4),
+        Step(5, "job_status", 5, "detailed"),
+        Step(6, "read_log", 1),
+    ]
+
+
+def test_steps_match_each_reminder_to_the_streak_before_it() -> None:
+    def turn(n: int, tool: str) -> list[object]:
+        call = {"name": tool, "args": {}, "id": f"c{n}"}
+        return [
+            AIMessage("", tool_calls=[call], id=f"m{n}"),
+            ToolMessage("r", tool_call_id=f"c{n}"),
+        ]
+
+    def reminder(count: int) -> SystemMessage:
+        from repeat_reminder_langchain import Reminder
+        from repeat_reminder_langchain.messages import reminder_message
+
+        return reminder_message(Reminder("ls", count, "gentle", "{}"))
+
+    messages = [HumanMessage("go"), *turn(1, "ls"), *turn(2, "ls"), reminder(2), reminder(9)]
+    messages += [
+        *turn(3, "todo"),
+        HumanMessage("again"),
+        *turn(4, "ls"),
+        *turn(5, "ls"),
+        reminder(2),
+    ]
+    found = steps(messages, ReminderConfig(thresholds=[2], exclude=["todo"]))  # type: ignore[arg-type]
+
+    assert [(s.tool, s.count, s.reminder) for s in found] == [
+        ("ls", 1, None), ("ls", 2, "gentle"), ("todo", None, None),
+        ("ls", 1, None), ("ls", 2, "gentle"), ("todo", None, None),
+    ]  # fmt: skip
+
+
+def test_the_html_transcript_marks_reminders_and_escapes_text(guarded: list[object]) -> None:
+    table = transcript_html(guarded)  # type: ignore[arg-type]
+
+    assert table.startswith("<table") and table.endswith("</table>")
+    assert table.count("<tr") == len(guarded) + 1
+    assert "<b>reminder</b> (gentle, job_status × 3)" in table
+    assert 'background:#ffe0dc"><td>13</td>' in table
+    assert "&quot;nightly-build-7&quot;" in table
+    assert "<td>system</td>" in transcript_html([SystemMessage("rules")])
+
+
+def test_the_timeline_plots_runs_side_by_side(guarded: list[object], tmp_path: Path) -> None:
+    path = tmp_path / "timeline.png"
+    figure = plot_timeline({"without": run_demo(None), "with": guarded}, path=path)  # type: ignore[dict-item]
+
+    assert path.read_bytes().startswith(b"\x89PNG")
+    titles = [axis.get_title() for axis in figure.axes]
+    assert titles == ["without: 13 calls", "with: 6 calls"]
+    markers = [line for line in figure.axes[1].lines if line.get_marker() == "D"]
+    assert len(markers) == 2
+    assert plot_timeline({"empty": []}).axes[0].get_title() == "empty: 0 calls"
