@@ -49,7 +49,8 @@ def test_steps_match_each_reminder_to_the_streak_before_it() -> None:
         HumanMessage("again"),
         *turn(4, "ls"),
         *turn(5, "ls"),
-        reminder(2),
+        *turn(6, "todo"),
+        reminder(2),  # the reminder of the streak before the todo call
     ]
     found = steps(messages, ReminderConfig(thresholds=[2], exclude=["todo"]))  # type: ignore[arg-type]
 
