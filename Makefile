@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean notebooks
 
 $(READY): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; found " + sys.version.split()[0])'
@@ -29,3 +29,6 @@ clean:
 
 bench: $(READY)
 	$(BIN)/python -m benchmarks
+
+notebooks: $(READY)
+	REPEAT_REMINDER_SAVE_DOCS=1 $(BIN)/python notebooks/run.py

@@ -27,8 +27,11 @@ from langchain_core.runnables import RunnableConfig
 
 from .chain import Chain
 from .config import ReminderConfig, resolve_config
+from .events import report
 from .messages import observe
+from .policy import ToolSpecs
 from .reminder import Reminder
+from .stats import Stats
 
 __all__ = ["RepeatToolReminderCallbackHandler"]
 
@@ -60,6 +63,9 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     keeps counting); chains of a run without one are forgotten when it ends. At most
     `max_agents` chains are kept, least recently used first out.
 
+    `stats` holds running totals (`handler.stats.snapshot()`); `tool_specs` the policies the
+    tools declared in their metadata, learnt as they run.
+
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
         **fields: `ReminderConfig` fields (`thresholds`, `include`, `exclude`,
@@ -83,6 +89,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self._chains: OrderedDict[_AgentKey, Chain] = OrderedDict()
         self._by_root: dict[Any, set[_AgentKey]] = {}
         self._warned = False
+        self.stats = Stats()
+        self.tool_specs = ToolSpecs()
 
     @property
     def agent_count(self) -> int:
@@ -121,8 +129,12 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Place the tool run in the tree: whatever runs inside it belongs to another agent."""
+        """Place the tool run in the tree; read the policy the tool declares, if any.
+
+        Whatever runs inside the tool belongs to another agent.
+        """
         self._enter(run_id, parent_run_id, kwargs.get("tool_call_id") or f"run:{run_id}")
+        self.tool_specs.learn((serialized or {}).get("name"), kwargs.get("metadata"))
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Take the tool run out of the tree."""
@@ -155,7 +167,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return
         key = self._agent_key(*parent.child_lineage(), metadata)
         if key is not None:
-            self._observe(key, messages[0])
+            self._observe(key, messages[0], None)
 
     def take_reminders(
         self, messages: Sequence[BaseMessage], config: RunnableConfig
@@ -179,7 +191,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
                 )
             return []
         key = self._agent_key(run.root, run.path, config.get("metadata"))
-        return [] if key is None else self._observe(key, messages)
+        return [] if key is None else self._observe(key, messages, config)
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -193,15 +205,18 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         scope: _Scope = ("run", root) if thread is None else ("thread", thread)
         return scope, namespace.rpartition("|")[0], path
 
-    def _observe(self, key: _AgentKey, messages: Sequence[BaseMessage]) -> list[Reminder]:
+    def _observe(
+        self, key: _AgentKey, messages: Sequence[BaseMessage], where: RunnableConfig | None
+    ) -> list[Reminder]:
         with self._lock:
             chain = self._chains.get(key, _NO_CHAIN)
         # Counting canonicalises arguments, which may be large: done outside the lock. One
         # agent's steps run one after another, so nothing else writes this chain meanwhile.
-        chain, reminders = observe(chain, messages, self.config)
+        tally = observe(chain, messages, self.config, self.tool_specs)
         with self._lock:
-            self._store(key, chain)
-        return reminders
+            self._store(key, tally.chain)
+        report(tally, self.stats, self.config, where)
+        return tally.reminders
 
     def _store(self, key: _AgentKey, chain: Chain) -> None:
         if chain == _NO_CHAIN:

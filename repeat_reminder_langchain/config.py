@@ -9,20 +9,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
+from .policy import (
+    ToolPolicy,
+    ToolSpec,
+    check_patterns,
+    check_repeat_every,
+    check_thresholds,
+    compile_paths,
+    compile_patterns,
+    is_int,
+)
+
 __all__ = ["ReminderConfig", "resolve_config"]
-
-
-def _is_int(value: object) -> bool:
-    # bool is an int subclass, but `True` as a threshold is a mistake, not a 1.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _compile(patterns: Sequence[str]) -> re.Pattern[str] | None:
-    """One anchored regex for a list of names where `*` matches anything and all else is literal."""
-    if not patterns:
-        return None
-    alternatives = (".*".join(map(re.escape, pattern.split("*"))) for pattern in patterns)
-    return re.compile("|".join(f"(?:{alt})" for alt in alternatives), re.DOTALL)
 
 
 class ReminderConfig(BaseModel):
@@ -43,6 +41,21 @@ class ReminderConfig(BaseModel):
             detailed reminder quotes before cutting them short.
         message_type: `"system"` for a `SystemMessage` reminder, `"human"` for a
             `HumanMessage` wrapped in `<system-reminder>` tags.
+        repeat_every: After the last threshold, a detailed reminder every this many further
+            repeats. None (the default) stays silent after the last threshold.
+        ignore_arguments: Tool-name patterns mapped to argument patterns left out of a call's
+            key, so that varying them does not hide a repeat: `{"run_shell": ["description",
+            "timeout*"]}`. An argument pattern is a key pattern, or a dotted path of them
+            (`"options.retries"`; lists on the way are looked through).
+        progress: `"none"` (the default): every identical call counts. `"result"`: the same
+            call with a result different from the previous one is progress and starts a new
+            run. `"auto"`: `"result"` for tools that declare `readOnlyHint: true` (and not
+            `idempotentHint: true`), `"none"` for the others.
+        mode: `"remind"` (the default) adds reminders; `"observe"` counts and reports them
+            (events, logs, stats) without adding anything to the conversation.
+
+    A tool can carry its own policy (see `repeat_reminder_langchain.policy`); a field set
+    here explicitly wins over it, a field left at its default yields to it.
 
     Example:
         >>> config = ReminderConfig(thresholds=[5, 2], exclude=["todo_*"])
@@ -61,55 +74,111 @@ class ReminderConfig(BaseModel):
     exclude: Sequence[str] = ()
     arguments_preview_chars: int = 500
     message_type: Literal["system", "human"] = "system"
+    repeat_every: int | None = None
+    ignore_arguments: Mapping[str, Sequence[str]] = {}
+    progress: Literal["none", "result", "auto"] = "none"
+    mode: Literal["remind", "observe"] = "remind"
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
+    _ignore: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = PrivateAttr(default=())
+    _policies: dict[tuple[str, ToolSpec | None], ToolPolicy | None] = PrivateAttr(
+        default_factory=dict
+    )
 
     @field_validator("thresholds", mode="before")
     @classmethod
     def _check_thresholds(cls, value: Any) -> tuple[int, ...]:
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            raise ValueError(f"thresholds must be a list of integers, got {value!r}")
-        if not value:
-            raise ValueError("thresholds must not be empty")
-        for item in value:
-            if not _is_int(item) or item < 2:
-                raise ValueError(
-                    f"thresholds: invalid threshold {item!r} — every threshold must be an "
-                    "integer >= 2"
-                )
-        if len(set(value)) != len(value):
-            raise ValueError(f"thresholds must not contain duplicates, got {list(value)}")
-        return tuple(sorted(value))
+        return check_thresholds(value)
 
     @field_validator("include", "exclude", mode="before")
     @classmethod
     def _check_patterns(cls, value: Any) -> tuple[str, ...]:
-        # A bare string is a sequence of one-letter patterns: almost certainly a mistake.
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            raise ValueError(f"must be a list of tool-name patterns, got {value!r}")
-        for item in value:
-            if not isinstance(item, str) or not item:
-                raise ValueError(f"every pattern must be a non-empty string, got {item!r}")
-        return tuple(value)
+        return check_patterns(value, "tool-name")
+
+    @field_validator("repeat_every", mode="before")
+    @classmethod
+    def _check_repeat_every(cls, value: Any) -> int | None:
+        return check_repeat_every(value)
+
+    @field_validator("ignore_arguments", mode="before")
+    @classmethod
+    def _check_ignore(cls, value: Any) -> dict[str, tuple[str, ...]]:
+        if not isinstance(value, Mapping):
+            raise ValueError(
+                "must map tool-name patterns to lists of argument patterns, e.g. "
+                f'{{"run_shell": ["description"]}}; got {value!r}'
+            )
+        for tool in value:
+            if not isinstance(tool, str) or not tool:
+                raise ValueError(
+                    f"every tool-name pattern must be a non-empty string, got {tool!r}"
+                )
+        return {tool: check_patterns(paths, "argument") for tool, paths in value.items()}
 
     @field_validator("arguments_preview_chars", mode="before")
     @classmethod
     def _check_preview(cls, value: Any) -> int:
-        if not _is_int(value) or value < 1:
+        if not is_int(value) or value < 1:
             raise ValueError(f"invalid arguments_preview_chars {value!r} — must be an integer >= 1")
         return int(value)
 
     def model_post_init(self, __context: Any) -> None:
-        """Compile the include and exclude patterns once."""
-        self._include = _compile(self.include)
-        self._exclude = _compile(self.exclude)
+        """Compile the patterns once."""
+        self._include = compile_patterns(self.include)
+        self._exclude = compile_patterns(self.exclude)
+        self._ignore = tuple(
+            (compiled, tuple(paths))
+            for pattern, paths in self.ignore_arguments.items()
+            if (compiled := compile_patterns([pattern])) is not None
+        )
 
-    def tracks(self, tool: str) -> bool:
-        """Whether calls to `tool` count, given `include` and `exclude`."""
-        if self._include is not None and self._include.fullmatch(tool) is None:
-            return False
-        return self._exclude is None or self._exclude.fullmatch(tool) is None
+    def tracks(self, tool: str, spec: ToolSpec | None = None) -> bool:
+        """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""
+        return self.policy(tool, spec) is not None
+
+    def policy(self, tool: str, spec: ToolSpec | None = None) -> ToolPolicy | None:
+        """The rules calls to `tool` are counted by, or None when they are not counted.
+
+        `spec` is the tool's own policy, if it declares one. Precedence: an `exclude` pattern
+        matching the tool wins; then `include`, when given, decides alone; then the tool's own
+        `exclude`. For thresholds, `repeat_every` and `progress`, a field set explicitly here
+        wins over the tool's own; the tool's own wins over a field left at its default (and
+        over `progress="auto"`). Argument patterns from both apply.
+        """
+        key = (tool, spec)
+        if key not in self._policies:
+            if len(self._policies) >= 1024:  # tool names come from the model: keep it bounded
+                self._policies.clear()
+            self._policies[key] = self._resolve(tool, spec)
+        return self._policies[key]
+
+    def _resolve(self, tool: str, spec: ToolSpec | None) -> ToolPolicy | None:
+        if self._exclude is not None and self._exclude.fullmatch(tool) is not None:
+            return None
+        if self._include is not None:
+            if self._include.fullmatch(tool) is None:
+                return None
+        elif spec is not None and spec.exclude:
+            return None
+        explicit = self.model_fields_set
+        thresholds = tuple(self.thresholds)
+        repeat_every = self.repeat_every
+        progress = self.progress
+        ignored = [path for rule, paths in self._ignore if rule.fullmatch(tool) for path in paths]
+        if spec is not None:
+            if spec.thresholds is not None and "thresholds" not in explicit:
+                thresholds = spec.thresholds
+            if spec.repeat_every is not None and "repeat_every" not in explicit:
+                repeat_every = spec.repeat_every
+            if spec.progress is not None and ("progress" not in explicit or progress == "auto"):
+                progress = spec.progress
+            ignored += spec.ignore_arguments
+        if progress == "auto":
+            result_aware = spec is not None and spec.read_only is True and not spec.idempotent
+        else:
+            result_aware = progress == "result"
+        return ToolPolicy(thresholds, repeat_every, result_aware, compile_paths(ignored))
 
 
 def resolve_config(config: ReminderConfig | None, fields: Mapping[str, Any]) -> ReminderConfig:

@@ -13,7 +13,10 @@ from typing_extensions import NotRequired
 
 from .callbacks import RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, resolve_config
-from .messages import STATE_KEY, read_messages, read_state, reminder_message, state_update
+from .events import report
+from .messages import STATE_KEY, read_messages, read_state, reminder_messages, state_update
+from .policy import ToolSpecs
+from .stats import Stats
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 
@@ -48,6 +51,8 @@ class RepeatToolReminderNode:
         config: A `ReminderConfig`, when there is no handler (the handler has its own).
         messages_key: The state key holding the messages.
         state_key: The state key holding the chain, when there is no handler.
+        tools: The graph's tools, whose metadata may declare their own policy (with a
+            handler, the handler reads it as the tools run).
         **fields: `ReminderConfig` fields, when there is no handler.
 
     Example:
@@ -68,6 +73,7 @@ class RepeatToolReminderNode:
         config: ReminderConfig | None = None,
         messages_key: str = "messages",
         state_key: str = STATE_KEY,
+        tools: Sequence[Any] = (),
         **fields: Any,
     ) -> None:
         if handler is not None and not isinstance(handler, RepeatToolReminderCallbackHandler):
@@ -82,23 +88,26 @@ class RepeatToolReminderNode:
         self.messages_key = messages_key
         self.state_key = state_key
         self._warned = False
+        self.stats = handler.stats if handler is not None else Stats()
+        self.tool_specs = handler.tool_specs if handler is not None else ToolSpecs()
+        for tool in tools:
+            self.tool_specs.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
         try:
             if self.handler is None:
-                return self._from_state(state)
+                return self._from_state(state, config)
             messages = read_messages(state, self.messages_key)
             reminders = self.handler.take_reminders(messages, config) if messages else []
-            if not reminders:
+            if not reminders or self.config.mode == "observe":
                 return {}
-            message_type = self.config.message_type
-            return {self.messages_key: [reminder_message(r, message_type) for r in reminders]}
+            return {self.messages_key: reminder_messages(reminders, self.config)}
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
 
-    def _from_state(self, state: Any) -> dict[str, Any]:
+    def _from_state(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         if (
             not self._warned
             and read_state(state, self.state_key) is None
@@ -111,10 +120,15 @@ class RepeatToolReminderNode:
                 "the graph with RepeatToolReminderState or add the field to your state.",
                 self.state_key,
             )
-        update = state_update(
-            state, self.config, messages_key=self.messages_key, state_key=self.state_key
+        update, tally = state_update(
+            state,
+            self.config,
+            self.tool_specs,
+            messages_key=self.messages_key,
+            state_key=self.state_key,
         )
-        return update or {}
+        report(tally, self.stats, self.config, config)
+        return update
 
 
 def _tool_turns(messages: Sequence[BaseMessage]) -> int:

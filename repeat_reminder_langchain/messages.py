@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -13,8 +13,9 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from .chain import Call, Chain, count_calls
+from .chain import Call, Chain, Tally, count_calls
 from .config import ReminderConfig
+from .policy import ToolSpec
 from .reminder import SOURCE, Reminder, is_reminder, wrap
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "observe",
     "prepare_messages",
     "reminder_message",
+    "reminder_messages",
     "state_update",
     "user_spoke",
 ]
@@ -55,7 +57,7 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
     Calls whose arguments could not be parsed (`invalid_tool_calls`) follow the others, with
     their raw argument text as their value.
     """
-    answered: set[str] = set()
+    answered: dict[str, object] = {}
     message: AIMessage | None = None
     for index in range((len(messages) if end is None else end) - 1, -1, -1):
         item = messages[index]
@@ -63,7 +65,7 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
             message = item
             break
         if isinstance(item, ToolMessage):
-            answered.add(item.tool_call_id)
+            answered[item.tool_call_id] = item.content
     if message is None:
         return None
     calls: list[Call] = []
@@ -73,7 +75,7 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
         if call_id and call_id not in answered:
             complete = False
         elif call_id:
-            calls.append(Call(call_id, tool_call["name"], tool_call["args"]))
+            calls.append(Call(call_id, tool_call["name"], tool_call["args"], answered[call_id]))
         else:
             # Without an id no result can be matched to the call; it counts with its turn.
             calls.append(Call(f"#{position}", tool_call["name"], tool_call["args"]))
@@ -111,21 +113,24 @@ def user_spoke(messages: Sequence[BaseMessage], end: int | None = None) -> bool:
 
 
 def observe(
-    chain: Chain, messages: Sequence[BaseMessage], config: ReminderConfig
-) -> tuple[Chain, list[Reminder]]:
-    """Bring an agent's chain up to date with its conversation; return the reminders now due.
+    chain: Chain,
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig,
+    specs: Mapping[str, ToolSpec] | None = None,
+) -> Tally:
+    """Bring an agent's chain up to date with its conversation; tally what is new.
 
     The latest model turn is counted once all its calls have their results (a call seen again
     is not counted twice); a user message that came in since resets the chain, and then no
     reminder is due: the user has spoken since the repeats.
     """
     turn = latest_turn(messages)
-    reminders: list[Reminder] = []
+    tally = Tally(chain)
     if turn is not None and turn.complete:
-        chain, reminders = count_calls(chain, turn.id, turn.calls, config)
+        tally = count_calls(chain, turn.id, turn.calls, config, specs)
     if user_spoke(messages):
-        return chain.reset(), []
-    return chain, reminders
+        return replace(tally, chain=tally.chain.reset(), reminders=[])
+    return tally
 
 
 def reminder_message(
@@ -152,23 +157,31 @@ def reminder_message(
 def state_update(
     state: Any,
     config: ReminderConfig,
+    specs: Mapping[str, ToolSpec] | None = None,
     *,
     messages_key: str = "messages",
     state_key: str = STATE_KEY,
-) -> dict[str, Any] | None:
-    """The graph-state update that brings the chain kept in `state` up to date.
+) -> tuple[dict[str, Any], Tally]:
+    """The graph-state update that brings the chain kept in `state` up to date, and its tally.
 
-    Returns `{state_key: chain, messages_key: [reminders]}` with only what changed, or None
-    when nothing did.
+    The update holds `state_key` when the chain changed, and `messages_key` with the reminder
+    messages when reminders are due and `config.mode` is `"remind"`; it is empty otherwise.
     """
     before = Chain.from_dict(read_state(state, state_key))
-    chain, reminders = observe(before, read_messages(state, messages_key), config)
+    tally = observe(before, read_messages(state, messages_key), config, specs)
     update: dict[str, Any] = {}
-    if chain != before:
-        update[state_key] = chain.to_dict()
-    if reminders:
-        update[messages_key] = [reminder_message(r, config.message_type) for r in reminders]
-    return update or None
+    if tally.chain != before:
+        update[state_key] = tally.chain.to_dict()
+    if tally.reminders and config.mode == "remind":
+        update[messages_key] = reminder_messages(tally.reminders, config)
+    return update, tally
+
+
+def reminder_messages(
+    reminders: Sequence[Reminder], config: ReminderConfig
+) -> list[SystemMessage | HumanMessage]:
+    """The messages that carry `reminders`, of the configured type."""
+    return [reminder_message(reminder, config.message_type) for reminder in reminders]
 
 
 def read_state(state: Any, key: str) -> Any:

@@ -13,14 +13,21 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     PrivateStateAttr,
     ResponseT,
+    ToolCallRequest,
 )
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from langgraph.typing import ContextT
 from typing_extensions import NotRequired, override
 
 from .config import ReminderConfig, resolve_config
+from .events import areport, report
 from .messages import prepare_messages, state_update
+from .policy import ToolSpecs
+from .stats import Stats
 
 __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 
@@ -46,6 +53,8 @@ class RepeatToolReminderMiddleware(
 
     The count lives in a private state field, so it survives checkpoints, interrupts, process
     restarts and several workers sharing one checkpointer. A new user message resets it.
+    `stats` holds running totals for this instance; tools that declare a policy in their
+    metadata are read as they run.
 
     Reminders are stored as the configured `message_type`; a stored `SystemMessage` reminder
     is sent as a `<system-reminder>` user turn to a model whose profile does not declare
@@ -77,6 +86,8 @@ class RepeatToolReminderMiddleware(
     def __init__(self, config: ReminderConfig | None = None, **fields: Any) -> None:
         super().__init__()
         self.config = resolve_config(config, fields)
+        self.stats = Stats()
+        self.tool_specs = ToolSpecs()
 
     @override
     def before_model(
@@ -84,17 +95,25 @@ class RepeatToolReminderMiddleware(
     ) -> dict[str, Any] | None:
         """Count the finished turn and add the reminders it draws."""
         try:
-            return state_update(state, self.config)
+            update, tally = state_update(state, self.config, self.tool_specs)
+            report(tally, self.stats, self.config, _current_config())
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
+        return update or None
 
     @override
     async def abefore_model(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the finished turn and add the reminders it draws."""
-        return self.before_model(state, runtime)
+        try:
+            update, tally = state_update(state, self.config, self.tool_specs)
+            await areport(tally, self.stats, self.config, _current_config())
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
+            return None
+        return update or None
 
     @override
     def wrap_model_call(
@@ -103,7 +122,7 @@ class RepeatToolReminderMiddleware(
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
     ) -> ModelResponse[ResponseT]:
         """Send stored reminders in a form the model's provider accepts."""
-        return handler(_prepared(request))
+        return handler(self._prepared(request))
 
     @override
     async def awrap_model_call(
@@ -112,15 +131,46 @@ class RepeatToolReminderMiddleware(
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
     ) -> ModelResponse[ResponseT]:
         """Send stored reminders in a form the model's provider accepts."""
-        return await handler(_prepared(request))
+        return await handler(self._prepared(request))
+
+    @override
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Read the policy the tool declares, then run it unchanged."""
+        self._learn(request.tool)
+        return handler(request)
+
+    @override
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Read the policy the tool declares, then run it unchanged."""
+        self._learn(request.tool)
+        return await handler(request)
+
+    def _learn(self, tool: object) -> None:
+        self.tool_specs.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
+
+    def _prepared(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+        try:
+            for tool in request.tools:
+                self._learn(tool)
+            messages = prepare_messages(request.messages, request.model)
+        except Exception:
+            logger.exception("repeat reminder rendering failed; messages sent as stored")
+            return request
+        if messages is request.messages:
+            return request
+        return request.override(messages=cast("list[AnyMessage]", messages))
 
 
-def _prepared(request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+def _current_config() -> RunnableConfig | None:
     try:
-        messages = prepare_messages(request.messages, request.model)
-    except Exception:
-        logger.exception("repeat reminder rendering failed; messages sent as stored")
-        return request
-    if messages is request.messages:
-        return request
-    return request.override(messages=cast("list[AnyMessage]", messages))
+        return get_config()
+    except RuntimeError:  # called outside a graph run
+        return None

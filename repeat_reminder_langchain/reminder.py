@@ -40,6 +40,7 @@ class Reminder:
         count: How many consecutive identical calls led to this reminder.
         level: `"gentle"` at the first threshold, `"detailed"` at every later one.
         arguments: The canonical arguments, cut to the preview cap.
+        digest: A fingerprint of the full canonical arguments (for logs, in their place).
 
     Example:
         >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"TODO"}')
@@ -52,6 +53,7 @@ class Reminder:
     count: int
     level: Level
     arguments: str
+    digest: str = ""
 
     @property
     def text(self) -> str:

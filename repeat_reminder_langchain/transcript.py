@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,7 +12,8 @@ from .canonical import canonicalize
 from .chain import Call, Chain, count_calls
 from .config import ReminderConfig
 from .messages import latest_turn, user_spoke
-from .reminder import SOURCE, is_reminder
+from .policy import ToolSpec
+from .reminder import SOURCE, Level, is_reminder
 
 __all__ = [
     "Row",
@@ -76,25 +77,30 @@ class Summary:
 
 
 def replay(
-    messages: Sequence[BaseMessage], config: ReminderConfig
-) -> Iterator[tuple[Call, int | None]]:
-    """Count a conversation as the guard does: each call, and the run it reached (or None).
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig,
+    specs: Mapping[str, ToolSpec] | None = None,
+) -> Iterator[tuple[Call, int | None, Level | None]]:
+    """Count a conversation as the guard does: each call, the run it reached, its reminder.
 
-    Untracked calls come with None. A turn is counted where the model would next have read it
-    (before its next turn or a user message, or at the end), and a user message resets the
-    chain, exactly as at run time.
+    Untracked calls come with no run. A turn is counted where the model would next have read
+    it (before its next turn or a user message, or at the end) once all its results are in,
+    and a user message resets the chain, exactly as at run time. The reminder is the one the
+    guard would send under `config`, whatever the conversation holds.
     """
     chain = Chain()
     for end in range(1, len(messages) + 1):
         if end < len(messages) and not isinstance(messages[end], (AIMessage, HumanMessage)):
             continue
         turn = latest_turn(messages, end)
-        if turn is not None:
+        if turn is not None and turn.complete:
             for call in turn.calls:
                 before = (chain.turn, chain.counted)
-                chain, _ = count_calls(chain, turn.id, [call], config)
+                tally = count_calls(chain, turn.id, [call], config, specs)
+                chain = tally.chain
                 if (chain.turn, chain.counted) != before:
-                    yield call, chain.count if config.tracks(call.tool) else None
+                    level = tally.reminders[0].level if tally.reminders else None
+                    yield call, chain.count if tally.calls else None, level
         if user_spoke(messages, end):
             chain = chain.reset()
 
@@ -119,12 +125,13 @@ class Step:
 def steps(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> list[Step]:
     """Every tool call with the run it reached and the reminder it drew, in order.
 
-    The runs are recounted with `config` (defaults when None); the reminders are the ones in
-    the conversation, each matched to the latest call before it with its tool and count.
+    The runs are recounted with `config` (pass the guard's own; the defaults when None); the
+    reminders are the ones in the conversation, each matched to the latest call before it with
+    its tool and count.
     """
     found = [
         Step(number, call.tool, count)
-        for number, (call, count) in enumerate(replay(messages, config or ReminderConfig()), 1)
+        for number, (call, count, _) in enumerate(replay(messages, config or ReminderConfig()), 1)
     ]
     made = 0  # calls made before the message at hand
     for message in messages:
@@ -143,6 +150,9 @@ def steps(messages: Sequence[BaseMessage], config: ReminderConfig | None = None)
 def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> Summary:
     """Calls, reminders and the longest streak of a conversation.
 
+    Streaks are recounted with `config`: pass the guard's own (`guard.config`) when it
+    excludes tools or changes the rules; the defaults are used when None.
+
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> turn = AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "1"}])
@@ -153,7 +163,7 @@ def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = N
     config = config or ReminderConfig()
     levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
     longest: tuple[str, int] | None = None
-    for call, count in replay(messages, config):
+    for call, count, _ in replay(messages, config):
         if count is not None and (longest is None or count > longest[1]):
             longest = (call.tool, count)
     calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
@@ -172,7 +182,7 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
     for number, message in enumerate(messages, start=1):
         if is_reminder(message):
             tag = message.additional_kwargs[SOURCE]
-            text = _text(message.content).removeprefix("<system-reminder>")
+            text = _text(message.content).strip().removeprefix("<system-reminder>")
             text = text.removesuffix("</system-reminder>").strip()
             rows.append(Row(number, "reminder", text, tag["level"], tag["summary"]))
         elif isinstance(message, AIMessage):
@@ -201,7 +211,8 @@ def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
     """
     lines = []
     for row in transcript_rows(messages):
-        text = f"[{row.level} · {row.summary}] {row.text}" if row.role == "reminder" else row.text
+        text = " ".join(row.text.split())
+        text = f"[{row.level} · {row.summary}] {text}" if row.role == "reminder" else text
         role = "REMINDER" if row.role == "reminder" else row.role
         line = f"{row.number:>3}  {role:<10} {text}"
         lines.append(line if len(line) <= width else line[: width - 1] + "…")
@@ -217,4 +228,4 @@ def _text(content: str | list[str | dict[str, object]]) -> str:
     if isinstance(content, list):
         parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
         content = " ".join(str(part) for part in parts if part)
-    return " ".join(content.split())
+    return content

@@ -39,11 +39,12 @@ def transcript_html(messages: Sequence[BaseMessage]) -> str:
     Example:
         >>> from langchain_core.messages import HumanMessage
         >>> table = transcript_html([HumanMessage("hi <there>")])
-        >>> "<td>user</td><td>hi &lt;there&gt;</td>" in table
+        >>> ">hi &lt;there&gt;</td>" in table
         True
     """
+    cell = "padding:2px 8px;vertical-align:top"
     lines = ['<table style="border-collapse:collapse;text-align:left">']
-    lines.append("<tr><th>#</th><th>who</th><th>what</th></tr>")
+    lines.append("<tr>" + "".join(f'<th style="{cell}">{h}</th>' for h in ("#", "who", "what")))
     for row in transcript_rows(messages):
         if row.level is not None:
             style = _REMINDER_STYLE[row.level]
@@ -51,8 +52,9 @@ def transcript_html(messages: Sequence[BaseMessage]) -> str:
         else:
             style, who = _ROW_STYLE[row.role], row.role
         lines.append(
-            f'<tr style="{style}"><td>{row.number}</td><td>{who}</td>'
-            f"<td>{html.escape(row.text)}</td></tr>"
+            f'<tr style="{style}"><td style="{cell}">{row.number}</td>'
+            f'<td style="{cell}">{who}</td>'
+            f'<td style="{cell};white-space:pre-wrap">{html.escape(row.text)}</td></tr>'
         )
     lines.append("</table>")
     return "\n".join(lines)
@@ -73,9 +75,6 @@ def plot_timeline(
     Returns:
         The matplotlib figure.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     from matplotlib import pyplot
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch

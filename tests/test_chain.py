@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.chain import Call, Chain, count_calls, level_at
+from repeat_reminder_langchain.chain import Call, Chain, count_calls
+from repeat_reminder_langchain.policy import ToolPolicy
 
 CONFIG = ReminderConfig(thresholds=[2, 4])
 
@@ -13,8 +14,9 @@ CONFIG = ReminderConfig(thresholds=[2, 4])
 def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Chain, list[Any]]:
     chain, found = Chain(), []
     for number, calls in enumerate(turns):
-        chain, reminders = count_calls(chain, f"turn-{number}", calls, config)
-        found += [(r.level, r.tool, r.count) for r in reminders]
+        tally = count_calls(chain, f"turn-{number}", calls, config)
+        chain = tally.chain
+        found += [(r.level, r.tool, r.count) for r in tally.reminders]
     return chain, found
 
 
@@ -23,7 +25,7 @@ def c(call_id: str, tool: str = "probe", args: Any = None) -> Call:
 
 
 def test_levels_follow_the_sorted_thresholds() -> None:
-    assert [level_at(n, (2, 4, 6)) for n in range(1, 8)] == [
+    assert [ToolPolicy((2, 4, 6)).level(n) for n in range(1, 8)] == [
         None, "gentle", None, "detailed", None, "detailed", None,
     ]  # fmt: skip
 
@@ -47,18 +49,20 @@ def test_untracked_calls_neither_count_nor_reset() -> None:
 
 
 def test_a_call_seen_again_in_its_turn_does_not_count_again() -> None:
-    chain, first = count_calls(Chain(), "t", [c("a")], CONFIG)
-    chain, again = count_calls(chain, "t", [c("a"), c("b")], CONFIG)
-    assert first == []
-    assert [(r.level, r.count) for r in again] == [("gentle", 2)]
-    assert chain.counted == ("a", "b")
+    first = count_calls(Chain(), "t", [c("a")], CONFIG)
+    again = count_calls(first.chain, "t", [c("a"), c("b")], CONFIG)
+    assert first.reminders == []
+    assert [(r.level, r.count) for r in again.reminders] == [("gentle", 2)]
+    assert again.chain.counted == ("a", "b")
+    assert again.calls == 1
     # The same id in a later turn is a new call (some providers number calls per turn).
-    chain, _ = count_calls(chain, "u", [c("a")], CONFIG)
-    assert chain.count == 3 and chain.counted == ("a",)
+    later = count_calls(again.chain, "u", [c("a")], CONFIG)
+    assert later.chain.count == 3
+    assert later.chain.counted == ("a",)
 
 
 def test_reset_clears_the_streak_but_keeps_the_turn_counted() -> None:
-    chain, _ = count_calls(Chain(), "t", [c("a"), c("b")], CONFIG)
+    chain = count_calls(Chain(), "t", [c("a"), c("b")], CONFIG).chain
     cleared = chain.reset()
     assert (cleared.tool, cleared.count, cleared.turn, cleared.counted) == (
         None,
@@ -66,13 +70,14 @@ def test_reset_clears_the_streak_but_keeps_the_turn_counted() -> None:
         "t",
         ("a", "b"),
     )
-    again, reminders = count_calls(cleared, "t", [c("a"), c("b")], CONFIG)
-    assert again == cleared and reminders == []
+    again = count_calls(cleared, "t", [c("a"), c("b")], CONFIG)
+    assert again.chain == cleared
+    assert again.reminders == []
 
 
 def test_the_reminder_quotes_the_capped_canonical_arguments() -> None:
     config = ReminderConfig(thresholds=[2], arguments_preview_chars=5)
-    _, reminders = count_calls(
+    reminders = count_calls(
         Chain(), "t", [c("a", args={"b": 1, "a": 2})] * 1 + [c("b", args={"a": 2, "b": 1})], config
-    )
+    ).reminders
     assert reminders[0].arguments == '{"a":… (+8 more chars)'

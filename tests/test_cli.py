@@ -48,8 +48,10 @@ def test_demo_prints_the_transcript_and_both_summaries(capsys: pytest.CaptureFix
     assert "  1  user       Why did the CI job nightly-build-7 fail?" in out
     assert '→ job_status(job_id="nightly-build-7")' in out
     assert "REMINDER   [detailed · job_status × 5] Repeated tool call detected." in out
-    assert "With the guard: 6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest" in out
-    assert "Without it:     13 tool calls · 0 reminders (0 gentle, 0 detailed) · longest" in out
+    assert "With the guard:  6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest" in out
+    assert "Without it:      13 tool calls · 0 reminders (0 gentle, 0 detailed) · longest" in out
+    assert "Guard stats:     6 calls counted" in out
+    assert "recovery rate 50%" in out
     assert out.count("longest streak: job_status × ") == 2
 
 
@@ -59,7 +61,7 @@ def test_demo_options_change_the_run(capsys: pytest.CaptureFixture[str]) -> None
 
     assert "thresholds 2, 4; reminders sent as human messages" in out
     assert "[gentle · job_status × 2] You have called" in out
-    assert "With the guard: 5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
+    assert "With the guard:  5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
 
 
 def test_bad_demo_options_say_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,7 +122,7 @@ def test_summary_counts_streaks_as_the_guard_does() -> None:
     messages += [HumanMessage("again"), *turn(5), *turn(6, args={"q": 2})]
     config = ReminderConfig(exclude=["todo"])
 
-    assert [(c.tool, n) for c, n in replay(messages, config)] == [
+    assert [(c.tool, n) for c, n, _ in replay(messages, config)] == [
         ("grep", 1), ("grep", 2), ("todo", None), ("grep", 3), ("grep", 1), ("grep", 1),
     ]  # fmt: skip
     summary = summarize(messages, config)
@@ -137,4 +139,20 @@ def test_replay_counts_a_turn_with_reused_call_ids_again() -> None:
         ]
 
     messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3)]
-    assert [n for _, n in replay(messages, ReminderConfig())] == [1, 2, 3]
+    assert [n for _, n, _ in replay(messages, ReminderConfig())] == [1, 2, 3]
+
+
+def test_demo_in_observe_mode_reports_what_it_would_have_sent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--mode", "observe"]) == 0
+    out = capsys.readouterr().out
+
+    assert "(observe mode: none are sent)" in out
+    assert "REMINDER" not in out
+    assert "Guard observing: 13 tool calls · 0 reminders" in out
+    assert "Guard stats:     13 calls counted · reminders {'job_status': {'detailed': 2," in out
+    assert "recovery rate 0%" in out  # the model never read them
+
+    assert main(["demo", "--mode", "observe", "--repeat-every", "2"]) == 0
+    assert "{'job_status': {'detailed': 4, 'gentle': 1}}" in capsys.readouterr().out

@@ -49,7 +49,7 @@ def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
         timeout=120,
     )
     assert "REMINDER   [gentle · job_status × 3]" in result.stdout
-    assert "With the guard: 6 tool calls · 2 reminders (1 gentle, 1 detailed)" in result.stdout
+    assert "With the guard:  6 tool calls · 2 reminders (1 gentle, 1 detailed)" in result.stdout
 
 
 CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = [
@@ -69,6 +69,17 @@ CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = 
         ValueError,
         "thresholds must be a list of integers, got '3,5'",
     ),
+    (
+        lambda: ReminderConfig(repeat_every=0),
+        ValueError,
+        "invalid repeat_every 0 — must be an integer >= 1, or None",
+    ),
+    (
+        lambda: ReminderConfig(ignore_arguments=["description"]),
+        ValueError,
+        "must map tool-name patterns to lists of argument patterns",
+    ),
+    (lambda: ReminderConfig(mode="quiet"), ValueError, "Input should be 'remind' or 'observe'"),
     (
         lambda: ReminderConfig(include="grep"),
         ValueError,

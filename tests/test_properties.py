@@ -176,9 +176,10 @@ class ChainMachine(RuleBasedStateMachine):
         self.expected: list[tuple[str, str, int]] = []
 
     def look(self) -> None:
-        self.chain, reminders = observe(self.chain, self.messages, CONFIG)
-        self.got += [(r.level, r.tool, r.count) for r in reminders]
-        self.messages += [reminder_message(r) for r in reminders]
+        tally = observe(self.chain, self.messages, CONFIG)
+        self.chain = tally.chain
+        self.got += [(r.level, r.tool, r.count) for r in tally.reminders]
+        self.messages += [reminder_message(r) for r in tally.reminders]
 
     def ask(self, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolMessage]:
         tool_calls = [

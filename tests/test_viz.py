@@ -66,9 +66,10 @@ def test_the_html_transcript_marks_reminders_and_escapes_text(guarded: list[obje
     assert table.startswith("<table") and table.endswith("</table>")
     assert table.count("<tr") == len(guarded) + 1
     assert "<b>reminder</b> (gentle, job_status × 3)" in table
-    assert 'background:#ffe0dc"><td>13</td>' in table
+    assert 'background:#ffe0dc"><td style="padding:2px 8px;vertical-align:top">13</td>' in table
+    assert "- tool: job_status\n- consecutive_calls: 5" in table
     assert "&quot;nightly-build-7&quot;" in table
-    assert "<td>system</td>" in transcript_html([SystemMessage("rules")])
+    assert ">system</td>" in transcript_html([SystemMessage("rules")])
 
 
 def test_the_timeline_plots_runs_side_by_side(guarded: list[object], tmp_path: Path) -> None:
