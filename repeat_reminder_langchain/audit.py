@@ -122,6 +122,19 @@ def audit(conversations: Sequence[Sequence[BaseMessage]], config: ReminderConfig
     return result
 
 
+def _rules(config: ReminderConfig) -> str:
+    """The counting rules in force: the thresholds, and every other rule not at its default."""
+    rules = [f"thresholds {', '.join(map(str, config.thresholds))}"]
+    shown = {"include", "exclude", "repeat_every", "progress", "ignore_arguments"}
+    for name, value in config.model_dump(include=shown, exclude_defaults=True).items():
+        if isinstance(value, dict):
+            text = "; ".join(f"{tool}: {', '.join(keys)}" for tool, keys in value.items())
+        else:
+            text = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
+        rules.append(f"{name.replace('_', ' ')} {text}")
+    return " · ".join(rules)
+
+
 def format_audit(result: Audit, config: ReminderConfig) -> str:
     """The audit as a table, one row per tool, most called first.
 
@@ -130,11 +143,7 @@ def format_audit(result: Audit, config: ReminderConfig) -> str:
         1 conversations · 0 tool calls · thresholds 3, 5, 8
         tool  calls  longest  streaks  gentle  detailed
     """
-    thresholds = ", ".join(map(str, config.thresholds))
-    lines = [
-        f"{result.conversations} conversations · {result.calls} tool calls · "
-        f"thresholds {thresholds}"
-    ]
+    lines = [f"{result.conversations} conversations · {result.calls} tool calls · {_rules(config)}"]
     rows = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
     width = max([4, *(len(name) for name, _ in rows)])
     columns = ("calls", "longest", "streaks", "gentle", "detailed")

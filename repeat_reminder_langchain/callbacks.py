@@ -69,7 +69,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
         **fields: `ReminderConfig` fields (`thresholds`, `include`, `exclude`,
-            `arguments_preview_chars`, `message_type`).
+            `arguments_preview_chars`, `message_type`, `repeat_every`, `ignore_arguments`,
+            `progress`, `mode`).
 
     Example:
         >>> guard = RepeatToolReminderCallbackHandler(thresholds=[3, 5, 8], exclude=["todo_*"])

@@ -65,6 +65,7 @@ def event_data(reminder: Reminder, config: ReminderConfig) -> dict[str, Any]:
 
 def _log(reminder: Reminder, config: ReminderConfig, where: RunnableConfig | None) -> None:
     metadata = (where or {}).get("metadata") or {}
+    thread = metadata.get("thread_id")
     run = getattr((where or {}).get("callbacks"), "parent_run_id", None)
     logger.info(
         "repeat tool reminder %s: %s (%s, %s), arguments %s, thread %s, run %s",
@@ -73,6 +74,8 @@ def _log(reminder: Reminder, config: ReminderConfig, where: RunnableConfig | Non
         reminder.level,
         config.mode,
         reminder.digest,
-        metadata.get("thread_id"),
+        thread,
         run,
+        # The same, as fields, for structured logging.
+        extra={EVENT: event_data(reminder, config), "thread_id": thread, "run_id": run},
     )

@@ -63,7 +63,8 @@ class RepeatToolReminderMiddleware(
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
         **fields: `ReminderConfig` fields (`thresholds`, `include`, `exclude`,
-            `arguments_preview_chars`, `message_type`).
+            `arguments_preview_chars`, `message_type`, `repeat_every`, `ignore_arguments`,
+            `progress`, `mode`).
 
     Example:
         ```python

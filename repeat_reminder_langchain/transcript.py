@@ -122,16 +122,22 @@ class Step:
     reminder: str | None = None
 
 
-def steps(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> list[Step]:
+def steps(
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig | None = None,
+    specs: Mapping[str, ToolSpec] | None = None,
+) -> list[Step]:
     """Every tool call with the run it reached and the reminder it drew, in order.
 
-    The runs are recounted with `config` (pass the guard's own; the defaults when None); the
-    reminders are the ones in the conversation, each matched to the latest call before it with
-    its tool and count.
+    The runs are recounted with `config` and the tools' own policies `specs` (pass the guard's
+    `config` and `tool_specs`; the defaults when None); the reminders are the ones in the
+    conversation, each matched to the latest call before it with its tool and count.
     """
     found = [
         Step(number, call.tool, count)
-        for number, (call, count, _) in enumerate(replay(messages, config or ReminderConfig()), 1)
+        for number, (call, count, _) in enumerate(
+            replay(messages, config or ReminderConfig(), specs), 1
+        )
     ]
     made = 0  # calls made before the message at hand
     for message in messages:
@@ -147,11 +153,16 @@ def steps(messages: Sequence[BaseMessage], config: ReminderConfig | None = None)
     return found
 
 
-def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = None) -> Summary:
+def summarize(
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig | None = None,
+    specs: Mapping[str, ToolSpec] | None = None,
+) -> Summary:
     """Calls, reminders and the longest streak of a conversation.
 
-    Streaks are recounted with `config`: pass the guard's own (`guard.config`) when it
-    excludes tools or changes the rules; the defaults are used when None.
+    Streaks are recounted with `config` and the tools' own policies `specs`: pass the guard's
+    (`guard.config`, `guard.tool_specs`) when it excludes tools or changes the rules; the
+    defaults are used when None.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -163,7 +174,7 @@ def summarize(messages: Sequence[BaseMessage], config: ReminderConfig | None = N
     config = config or ReminderConfig()
     levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
     longest: tuple[str, int] | None = None
-    for call, count, _ in replay(messages, config):
+    for call, count, _ in replay(messages, config, specs):
         if count is not None and (longest is None or count > longest[1]):
             longest = (call.tool, count)
     calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))

@@ -121,3 +121,17 @@ def load_conversations_from(data: list[dict[str, object]]) -> list[object]:
     from langchain_core.messages import messages_from_dict
 
     return [messages_from_dict(data)]
+
+
+def test_the_table_says_which_rules_it_counted_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "runs.json", json.dumps([UNGUARDED, GUARDED]))
+    argv = ["audit", path, "--thresholds", "2,4", "--repeat-every", "2", "--exclude", "read_*"]
+    argv += ["--ignore-arguments", "job_status=trace,x", "--progress", "result"]
+
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "2 conversations · 19 tool calls · thresholds 2, 4 · exclude read_* · repeat every 2 · "
+        "ignore arguments job_status: trace, x · progress result"
+    )

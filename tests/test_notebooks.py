@@ -34,6 +34,17 @@ PROMISED = {
         "process 2, step 5: calls: 5 · stored count: 5 · "
         "reminders: ['check_deploy × 3', 'check_deploy × 5'] · finished",
     ],
+    "04_beyond_exact_repeats.ipynb": [
+        "repeat_every=2: gentle at call 3, detailed at call 5, detailed at call 8, "
+        "detailed at call 10, detailed at call 12",
+        "ignore_arguments={'run_shell': ['description']}: gentle at call 3, detailed at call 5",
+        '- arguments: {"command":"pytest tests/test_api.py"}\n',
+        "progress='result': gentle at call 7, detailed at call 9",
+        "would have sent:     {'tail_log': {'detailed': 1, 'gentle': 1}}",
+        "repeat tool reminder sent: job_status × 5 (detailed, remind)",
+        "'recovery_rate': 0.5}",
+        "2 conversations · 19 tool calls · thresholds 2, 4",
+    ],
 }
 
 
