@@ -13,12 +13,12 @@ calls refused before they ran, which fire no tool callbacks at all.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -42,13 +42,12 @@ _AgentKey = tuple[_Scope, str, tuple[str, ...]]
 _NO_CHAIN = Chain()
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
-    root: UUID
+class _Run(NamedTuple):
+    root: int  # the root run's id, as an integer (a UUID hashes in Python, an int in C)
     path: tuple[str, ...]  # the tool calls this run is nested in, outermost first
     call: str | None = None  # on a tool run: the call its own child runs are nested in
 
-    def child_lineage(self) -> tuple[UUID, tuple[str, ...]]:
+    def child_lineage(self) -> tuple[int, tuple[str, ...]]:
         return self.root, self.path if self.call is None else (*self.path, self.call)
 
 
@@ -86,7 +85,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     def __init__(self, config: ReminderConfig | None = None, **fields: Any) -> None:
         self.config = resolve_config(config, fields)
         self._lock = threading.Lock()
-        self._runs: dict[UUID, _Run] = {}
+        self._runs: dict[int, _Run] = {}  # by run id, as an integer
         self._chains: OrderedDict[_AgentKey, Chain] = OrderedDict()
         self._by_root: dict[Any, set[_AgentKey]] = {}
         self._warned = False
@@ -163,7 +162,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         which renders every message as a string and fails on arguments whose `str()` fails.
         """
         with self._lock:
-            parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+            parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None or not messages:
             return
         key = self._agent_key(*parent.child_lineage(), metadata)
@@ -180,8 +179,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         lacks its result.
         """
         run_id = getattr(config.get("callbacks"), "parent_run_id", None)
-        with self._lock:
-            run = self._runs.get(run_id) if isinstance(run_id, UUID) else None
+        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
         if run is None:
             if not self._warned:
                 self._warned = True
@@ -197,7 +195,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     # -- bookkeeping ----------------------------------------------------------------------
 
     def _agent_key(
-        self, root: UUID, path: tuple[str, ...], metadata: Mapping[str, Any] | None
+        self, root: int, path: tuple[str, ...], metadata: Mapping[str, Any] | None
     ) -> _AgentKey | None:
         namespace = metadata.get("langgraph_checkpoint_ns") if metadata else None
         if not isinstance(namespace, str):
@@ -209,22 +207,27 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     def _observe(
         self, key: _AgentKey, messages: Sequence[BaseMessage], where: RunnableConfig | None
     ) -> list[Reminder]:
-        with self._lock:
-            chain = self._chains.get(key, _NO_CHAIN)
-        # Counting canonicalises arguments, which may be large: done outside the lock. One
-        # agent's steps run one after another, so nothing else writes this chain meanwhile.
+        # Reading needs no lock (a single dict operation); counting canonicalises arguments,
+        # which may be large, so it runs outside it too. One agent's steps run one after
+        # another, so nothing else writes this chain meanwhile.
+        chain = self._chains.get(key, _NO_CHAIN)
         tally = observe(chain, messages, self.config, self.tool_specs)
-        with self._lock:
-            self._store(key, tally.chain)
-        report(tally, self.stats, self.config, where)
-        return tally.reminders
+        if tally.chain is not chain:
+            with self._lock:
+                self._store(key, tally.chain)
+        if tally.calls:
+            report(tally, self.stats, self.config, where)
+        return list(tally.reminders)
 
     def _store(self, key: _AgentKey, chain: Chain) -> None:
         if chain == _NO_CHAIN:
             self._chains.pop(key, None)  # nothing worth remembering
             return
+        known = key in self._chains
         self._chains[key] = chain
-        self._chains.move_to_end(key)
+        if known:
+            self._chains.move_to_end(key)
+            return
         scope = key[0]
         if scope[0] == "run":
             self._by_root.setdefault(scope[1], set()).add(key)
@@ -233,18 +236,26 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             if old[0][0] == "run":
                 self._by_root.get(old[0][1], set()).discard(old)
 
+    # Every run of the graph passes through these two: single dict operations, atomic on
+    # their own, so no lock but for the rare trimming and the end of a root run.
     def _enter(self, run_id: UUID, parent_run_id: UUID | None, call: str | None) -> None:
-        with self._lock:
-            parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
-            root, path = parent.child_lineage() if parent is not None else (run_id, ())
-            self._runs[run_id] = _Run(root, path, call)
-            if len(self._runs) > self.max_runs:
-                # Runs whose end never came (a handler added mid-run): drop the oldest.
+        key = run_id.int
+        parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
+        if parent is None:
+            self._runs[key] = _Run(key, (), call)
+        elif parent.call is None:
+            self._runs[key] = _Run(parent.root, parent.path, call)
+        else:
+            self._runs[key] = _Run(parent.root, (*parent.path, parent.call), call)
+        if len(self._runs) > self.max_runs:
+            # Runs whose end never came (a handler added mid-run): drop the oldest.
+            with self._lock, contextlib.suppress(RuntimeError, StopIteration, KeyError):
                 del self._runs[next(iter(self._runs))]
 
     def _leave(self, run_id: UUID) -> None:
-        with self._lock:
-            run = self._runs.pop(run_id, None)
-            if run is not None and run.root == run_id:
-                for key in self._by_root.pop(run_id, ()):
-                    self._chains.pop(key, None)
+        key = run_id.int
+        run = self._runs.pop(key, None)
+        if run is not None and run.root == key:
+            with self._lock:
+                for agent in self._by_root.pop(key, ()):
+                    self._chains.pop(agent, None)

@@ -82,7 +82,7 @@ def canonicalize(value: object) -> str:
     return fast if fast is not None else _pure_text(value)
 
 
-def _orjson_text(value: object) -> str | None:
+def _orjson_text(value: object, retry: bool = True) -> str | None:
     """The canonical text by orjson, or None where only the pure path knows the rules."""
     try:
         data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
@@ -91,8 +91,22 @@ def _orjson_text(value: object) -> str | None:
     if data[:1] in b"-0123456789":
         return None  # a bare number: rare, and not worth a second pattern
     if (b".0" in data or b"e+" in data) and _WHOLE_FLOAT.search(data):
-        return None  # an integral float, or text that looks like one inside a string
+        # An integral float (or text like one inside a string). orjson took the value, so it
+        # is plain JSON: write its integral floats as integers and let orjson try once more.
+        return _orjson_text(_whole_floats_as_ints(value), retry=False) if retry else None
     return data.decode()
+
+
+def _whole_floats_as_ints(value: Any) -> Any:
+    """A copy of a plain JSON value (as orjson accepts it) with integral floats as integers."""
+    kind = type(value)
+    if kind is float:
+        return int(value) if value.is_integer() else value
+    if kind is dict:
+        return {key: _whole_floats_as_ints(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_whole_floats_as_ints(item) for item in value]
+    return value
 
 
 def _refuse(value: object) -> object:

@@ -3,13 +3,15 @@
 The chain is a small immutable value: the last tracked call's tool and argument digest, how many
 times in a row it was made, and which calls of the latest model turn are already counted (so a
 call seen again after an interrupt or a retry never counts twice). Nothing here knows LangChain.
+
+Calls and tallies are named tuples: they are built on every step of every agent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 from .canonical import canonicalize, digest
 from .config import ReminderConfig
@@ -19,8 +21,7 @@ from .reminder import Reminder, preview
 __all__ = ["Call", "Chain", "Tally", "count_calls"]
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """One tool call a model made.
 
     Attributes:
@@ -99,8 +100,7 @@ class Chain:
         return cls()
 
 
-@dataclass(frozen=True, slots=True)
-class Tally:
+class Tally(NamedTuple):
     """What counting a turn found.
 
     Attributes:
@@ -113,10 +113,10 @@ class Tally:
     """
 
     chain: Chain
-    reminders: list[Reminder] = field(default_factory=list)
+    reminders: Sequence[Reminder] = ()
     calls: int = 0
     longest: tuple[str, int] | None = None
-    followups: list[bool] = field(default_factory=list)
+    followups: Sequence[bool] = ()
 
 
 def count_calls(

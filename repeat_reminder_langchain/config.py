@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
@@ -21,6 +21,8 @@ from .policy import (
 )
 
 __all__ = ["ReminderConfig", "resolve_config"]
+
+_UNKNOWN = object()
 
 
 class ReminderConfig(BaseModel):
@@ -146,12 +148,16 @@ class ReminderConfig(BaseModel):
         wins over the tool's own; the tool's own wins over a field left at its default (and
         over `progress="auto"`). Argument patterns from both apply.
         """
+        # This runs for every counted call: one read of the private-attribute dict, not the
+        # slower attribute lookup pydantic gives private attributes.
+        cache = cast("dict[str, Any]", self.__pydantic_private__)["_policies"]
         key = (tool, spec)
-        if key not in self._policies:
-            if len(self._policies) >= 1024:  # tool names come from the model: keep it bounded
-                self._policies.clear()
-            self._policies[key] = self._resolve(tool, spec)
-        return self._policies[key]
+        found = cache.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(cache) >= 1024:  # tool names come from the model: keep it bounded
+                cache.clear()
+            found = cache[key] = self._resolve(tool, spec)
+        return found  # type: ignore[no-any-return]
 
     def _resolve(self, tool: str, spec: ToolSpec | None) -> ToolPolicy | None:
         if self._exclude is not None and self._exclude.fullmatch(tool) is not None:

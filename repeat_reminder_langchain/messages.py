@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -34,8 +33,7 @@ STATE_KEY = "repeat_tool_reminder"
 """The state field that holds an agent's chain when the chain lives in graph state."""
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     """The latest model turn with tool calls, as far as the conversation has answered it.
 
     Attributes:
@@ -57,17 +55,64 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
     Calls whose arguments could not be parsed (`invalid_tool_calls`) follow the others, with
     their raw argument text as their value.
     """
+    index, message, answered, _ = _scan(messages, end)
+    return None if message is None else _turn(message, index, answered)
+
+
+def user_spoke(messages: Sequence[BaseMessage], end: int | None = None) -> bool:
+    """Whether, in `messages[:end]`, a user message came in after the model last spoke.
+
+    The guard's own reminders and a summary written by summarisation are not user messages.
+    """
+    return _scan(messages, end)[3]
+
+
+def observe(
+    chain: Chain,
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig,
+    specs: Mapping[str, ToolSpec] | None = None,
+) -> Tally:
+    """Bring an agent's chain up to date with its conversation; tally what is new.
+
+    The latest model turn is counted once all its calls have their results (a call seen again
+    is not counted twice); a user message that came in since resets the chain, and then no
+    reminder is due: the user has spoken since the repeats.
+    """
+    index, message, answered, spoke = _scan(messages, None)
+    turn = None if message is None or _counted(chain, message) else _turn(message, index, answered)
+    if turn is None or not turn.complete:
+        return Tally(chain.reset() if spoke else chain)
+    tally = count_calls(chain, turn.id, turn.calls, config, specs)
+    return tally._replace(chain=tally.chain.reset(), reminders=()) if spoke else tally
+
+
+def _scan(
+    messages: Sequence[BaseMessage], end: int | None
+) -> tuple[int, AIMessage | None, dict[str, object], bool]:
+    """Read back from `end` to the last `AIMessage`.
+
+    Returns its index, the message, the results after it by call id, and whether a user
+    message came in after it.
+    """
     answered: dict[str, object] = {}
-    message: AIMessage | None = None
+    spoke = False
     for index in range((len(messages) if end is None else end) - 1, -1, -1):
         item = messages[index]
         if isinstance(item, AIMessage):
-            message = item
-            break
+            return index, item, answered, spoke
         if isinstance(item, ToolMessage):
             answered[item.tool_call_id] = item.content
-    if message is None:
-        return None
+        elif (
+            isinstance(item, HumanMessage)
+            and not is_reminder(item)
+            and item.additional_kwargs.get("lc_source") != "summarization"
+        ):
+            spoke = True
+    return -1, None, answered, spoke
+
+
+def _turn(message: AIMessage, index: int, answered: Mapping[str, object]) -> Turn | None:
     calls: list[Call] = []
     complete = True
     for position, tool_call in enumerate(message.tool_calls):
@@ -94,43 +139,16 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
     return Turn(turn_id, tuple(calls), complete)
 
 
-def user_spoke(messages: Sequence[BaseMessage], end: int | None = None) -> bool:
-    """Whether, in `messages[:end]`, a user message came in after the model last spoke.
+def _counted(chain: Chain, message: AIMessage) -> bool:
+    """Whether every call of the turn `message` made is already counted.
 
-    The guard's own reminders and a summary written by summarisation are not user messages.
+    A shortcut (counting again would change nothing) for the common case of a model call whose
+    prompt shows the turn the node has just counted.
     """
-    for index in range((len(messages) if end is None else end) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage):
-            return False
-        if (
-            isinstance(message, HumanMessage)
-            and not is_reminder(message)
-            and message.additional_kwargs.get("lc_source") != "summarization"
-        ):
-            return True
-    return False
-
-
-def observe(
-    chain: Chain,
-    messages: Sequence[BaseMessage],
-    config: ReminderConfig,
-    specs: Mapping[str, ToolSpec] | None = None,
-) -> Tally:
-    """Bring an agent's chain up to date with its conversation; tally what is new.
-
-    The latest model turn is counted once all its calls have their results (a call seen again
-    is not counted twice); a user message that came in since resets the chain, and then no
-    reminder is due: the user has spoken since the repeats.
-    """
-    turn = latest_turn(messages)
-    tally = Tally(chain)
-    if turn is not None and turn.complete:
-        tally = count_calls(chain, turn.id, turn.calls, config, specs)
-    if user_spoke(messages):
-        return replace(tally, chain=tally.chain.reset(), reminders=[])
-    return tally
+    if not message.id or message.id != chain.turn:
+        return False
+    named = sum(isinstance(call.get("name"), str) for call in message.invalid_tool_calls)
+    return len(message.tool_calls) + named == len(chain.counted)
 
 
 def reminder_message(
@@ -214,11 +232,16 @@ def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[Bas
         ['human', 'human']
     """
     listed = messages if isinstance(messages, list) else list(messages)
-    if _keeps_system_messages_in_place(model):
+    # This runs before every model call, over the whole conversation: the scans over message
+    # types run in C, and Python only visits the system messages.
+    kinds = list(map(type, listed))
+    system_kinds = [kind for kind in set(kinds) if issubclass(kind, SystemMessage)]
+    if not system_kinds or _keeps_system_messages_in_place(model):
         return listed
     prepared: list[BaseMessage] | None = None
-    for index, message in enumerate(listed):
-        if isinstance(message, SystemMessage) and is_reminder(message):
+    for index in sorted(_positions(kinds, system_kinds)):
+        message = listed[index]
+        if is_reminder(message):
             prepared = prepared or list(listed)
             prepared[index] = HumanMessage(
                 wrap(message.text),
@@ -227,6 +250,18 @@ def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[Bas
                 additional_kwargs=message.additional_kwargs,
             )
     return listed if prepared is None else prepared
+
+
+def _positions(items: Sequence[object], wanted: Sequence[object]) -> Iterator[int]:
+    """Every index of `items` holding one of `wanted`, found with `list.index`."""
+    for item in wanted:
+        index = items.index(item)
+        while True:
+            yield index
+            try:
+                index = items.index(item, index + 1)
+            except ValueError:
+                break
 
 
 def _keeps_system_messages_in_place(model: object) -> bool:

@@ -159,8 +159,6 @@ class RepeatToolReminderMiddleware(
 
     def _prepared(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         try:
-            for tool in request.tools:
-                self._learn(tool)
             messages = prepare_messages(request.messages, request.model)
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")

@@ -41,11 +41,13 @@ class Stats:
         """Add what one count found."""
         with self._lock:
             self._calls += tally.calls
-            self._reminders.update((r.tool, r.level) for r in tally.reminders)
             if tally.longest and (self._longest is None or tally.longest[1] > self._longest[1]):
                 self._longest = tally.longest
-            self._followed += len(tally.followups)
-            self._recovered += sum(tally.followups)
+            if tally.reminders:
+                self._reminders.update((r.tool, r.level) for r in tally.reminders)
+            if tally.followups:
+                self._followed += len(tally.followups)
+                self._recovered += sum(tally.followups)
 
     def snapshot(self) -> dict[str, Any]:
         """The totals so far, as plain data."""

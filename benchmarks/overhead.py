@@ -1,0 +1,131 @@
+"""Overhead per step: whole agent runs of many tool turns, with the guard and with no-op stand-ins.
+
+Each comparison runs the same scripted conversation through graphs that differ only in what
+sits where the guard sits: the guard itself, a no-op of the same shape, or nothing at all.
+
+Runs are timed in CPU seconds of the process (all its threads: `ToolNode` runs tools in a
+pool), so time the machine gives to other work does not count against either side.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from repeat_reminder_langchain import (
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+)
+from repeat_reminder_langchain.middleware import RepeatToolReminderMiddlewareState
+
+from .fixtures import (
+    RECURSION_LIMIT,
+    NoopHandler,
+    agent_graph,
+    ask,
+    middleware_agent,
+    noop_middleware,
+    noop_node,
+    script,
+)
+from .measure import Row, Samples, interleaved
+
+__all__ = ["NoopMiddleware", "NoopStateMiddleware", "run"]
+
+TURNS = 200
+TARGET = 1.05
+
+
+NoopMiddleware = noop_middleware(RepeatToolReminderMiddleware)
+
+
+class NoopStateMiddleware(NoopMiddleware):  # type: ignore[misc,valid-type]
+    """The no-op middleware with the guard's state schema: what the private state field costs."""
+
+    state_schema = RepeatToolReminderMiddlewareState
+
+
+def _graph_case(extra: Callable[..., Any] | None, callbacks: list[Any]) -> Callable[[], float]:
+    graph, slot = agent_graph(extra)
+    config: dict[str, Any] = {"callbacks": callbacks, "recursion_limit": RECURSION_LIMIT}
+
+    def case() -> float:
+        slot.model = script(TURNS)
+        start = time.process_time()
+        result = graph.invoke(ask(), config=config)
+        seconds = time.process_time() - start
+        slot.model = None
+        _check(result)
+        return seconds
+
+    return case
+
+
+def _middleware_case(make: Callable[[], list[Any]]) -> Callable[[], float]:
+    config = {"recursion_limit": RECURSION_LIMIT}
+
+    def case() -> float:
+        agent = middleware_agent(script(TURNS), make())
+        start = time.process_time()
+        result = agent.invoke(ask(), config=config)
+        seconds = time.process_time() - start
+        _check(result)
+        return seconds
+
+    return case
+
+
+def _check(result: dict[str, Any]) -> None:
+    if len(result["messages"]) != 2 * TURNS + 2:
+        raise AssertionError("the run did not play the whole script")
+
+
+def _ratio(key: str, label: str, samples: Samples, name: str, baseline: str) -> Row:
+    target = TARGET if (name, baseline) == ("guard", "noop") else None
+    value, spread = samples.ratio(name, baseline), samples.spread(name, baseline)
+    return Row(key, label, value, "ratio", target, spread)
+
+
+def _rows(prefix: str, label: str, samples: Samples) -> list[Row]:
+    return [
+        _ratio(f"{prefix}.guard_vs_noop", f"{label}: guard / no-op", samples, "guard", "noop"),
+        _ratio(f"{prefix}.guard_vs_bare", f"{label}: guard / bare", samples, "guard", "bare"),
+        _ratio(f"{prefix}.noop_vs_bare", f"{label}: no-op / bare", samples, "noop", "bare"),
+    ]
+
+
+def run(rounds: int) -> list[Row]:
+    """Time whole runs of `TURNS` tool turns, interleaved, and return the ratios of medians."""
+    handler = RepeatToolReminderCallbackHandler()
+    graph = interleaved(
+        {
+            "guard": _graph_case(RepeatToolReminderNode(handler), [handler]),
+            "noop": _graph_case(noop_node, [NoopHandler()]),
+            "bare": _graph_case(None, []),
+        },
+        rounds,
+    )
+    agent = interleaved(
+        {
+            "guard": _middleware_case(lambda: [RepeatToolReminderMiddleware()]),
+            "noop": _middleware_case(lambda: [NoopMiddleware()]),
+            "bare": _middleware_case(list),
+            "noop_state": _middleware_case(lambda: [NoopStateMiddleware()]),
+        },
+        rounds,
+    )
+    label = f"{TURNS} tool turns"
+    agent_label = f"create_agent, middleware, {label}"
+    return [
+        *_rows("overhead.graph", f"graph, handler + node, {label}", graph),
+        *_rows("overhead.create_agent", agent_label, agent),
+        _ratio(
+            "overhead.create_agent.noop_state_vs_noop",
+            f"{agent_label}: no-op with the guard's state field / no-op",
+            agent,
+            "noop_state",
+            "noop",
+        ),
+    ]
