@@ -28,11 +28,9 @@ def report(
     tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
 ) -> None:
     """Add `tally` to `stats`; log and dispatch its reminders from the run `where` belongs to."""
-    stats.add(tally)
-    for reminder in tally.reminders:
-        _log(reminder, config, where)
+    for data in _record(tally, stats, config, where):
         try:
-            dispatch_custom_event(EVENT, event_data(reminder, config), config=where)
+            dispatch_custom_event(EVENT, data, config=where)
         except Exception:  # outside a run there is no one to tell
             logger.debug("repeat reminder event not dispatched", exc_info=True)
 
@@ -41,13 +39,21 @@ async def areport(
     tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
 ) -> None:
     """`report`, for async code: events go through the async dispatcher."""
+    for data in _record(tally, stats, config, where):
+        try:
+            await adispatch_custom_event(EVENT, data, config=where)
+        except Exception:  # outside a run there is no one to tell
+            logger.debug("repeat reminder event not dispatched", exc_info=True)
+
+
+def _record(
+    tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
+) -> list[dict[str, Any]]:
+    """Count the tally, log its reminders, and return their events' data."""
     stats.add(tally)
     for reminder in tally.reminders:
         _log(reminder, config, where)
-        try:
-            await adispatch_custom_event(EVENT, event_data(reminder, config), config=where)
-        except Exception:
-            logger.debug("repeat reminder event not dispatched", exc_info=True)
+    return [event_data(reminder, config) for reminder in tally.reminders]
 
 
 def event_data(reminder: Reminder, config: ReminderConfig) -> dict[str, Any]:

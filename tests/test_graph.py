@@ -493,43 +493,6 @@ def test_a_tiny_run_cap_degrades_without_failing() -> None:
     assert len([m for m in messages if isinstance(m, ToolMessage)]) == 3
 
 
-# -- hostile arguments ------------------------------------------------------------------------
-
-
-class _Unprintable:
-    def __repr__(self) -> str:
-        raise RuntimeError("no repr")
-
-    __str__ = __repr__
-
-
-def _deep(levels: int) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    node = root
-    for _ in range(levels):
-        node["k"] = {}
-        node = node["k"]
-    return root
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        {"x": _Unprintable()},
-        _deep(10_000),
-        {"n": 10**5000},
-        {"when": __import__("datetime").datetime(2026, 1, 1), "raw": b"\xff"},
-        {"s": {3, 1, 2}, "nan": float("nan")},
-    ],
-    ids=["str-raises", "10000-deep", "huge-int", "datetime-bytes", "set-nan"],
-)
-def test_arguments_that_are_not_json_never_fail_the_run(args: Any) -> None:
-    guard = RepeatToolReminderCallbackHandler()
-    messages = invoke(agent_graph(scripted(repeat("nowhere", args, 3)), [probe], guard), guard)
-
-    assert reminders(messages) == [("gentle", "nowhere", 3)]
-
-
 # -- the node on its own ----------------------------------------------------------------------
 
 

@@ -173,6 +173,9 @@ class BrokenMapping(Mapping[str, Any]):
     def __len__(self) -> int:
         return 1
 
+    def __str__(self) -> str:
+        return "BrokenMapping()"
+
 
 def _generator() -> Any:
     def numbers() -> Iterator[int]:
@@ -283,6 +286,11 @@ def test_a_create_agent_run_with_the_middleware_survives_and_counts(hostile: Any
 
     assert_adjacent(messages)
     assert reminders(messages) == [("gentle", "nowhere", 3)]
+
+
+def test_containers_that_fail_while_read_fall_back_to_their_text() -> None:
+    assert canonicalize(BROKEN_MAPPING) == '"BrokenMapping()"'
+    assert canonicalize(Lazy(1)) == '"Lazy(?)"'
 
 
 def test_malformed_argument_json_counts_as_its_text() -> None:
