@@ -161,8 +161,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         Defining this method also keeps langchain-core from falling back to `on_llm_start`,
         which renders every message as a string and fails on arguments whose `str()` fails.
         """
-        with self._lock:
-            parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
+        parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None or not messages:
             return
         key = self._agent_key(*parent.child_lineage(), metadata)
