@@ -53,6 +53,8 @@ def test_floats_keep_their_shortest_form() -> None:
 
 def test_non_finite_floats_render_as_null_as_json_stringify_does() -> None:
     assert canonicalize([float("nan"), float("inf"), float("-inf")]) == "[null,null,null]"
+    # The same through the pure path (an integer key keeps orjson out).
+    assert canonicalize({1: [float("nan"), float("-inf")]}) == '{"1":[null,null]}'
 
 
 def test_keys_are_what_a_json_encoder_makes_of_them() -> None:
