@@ -43,9 +43,9 @@ class Reminder:
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
 
     Example:
-        >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"TODO"}')
+        >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"retry_limit"}')
         >>> print(reminder.text.splitlines()[1:4])
-        ['- tool: grep', '- consecutive_calls: 5', '- arguments: {"pattern":"TODO"}']
+        ['- tool: grep', '- consecutive_calls: 5', '- arguments: {"pattern":"retry_limit"}']
 
     """
 
