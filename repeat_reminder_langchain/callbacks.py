@@ -1,4 +1,4 @@
-"""The callback handler: one chain per agent, found from where each run sits in the run tree.
+"""The callback handler: every agent's streaks, the agent found from where its runs sit.
 
 An agent is a model and its tools talking in one conversation. The handler tells agents apart
 by three things every run carries: the conversation (`thread_id`, or without one the root
@@ -18,28 +18,31 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
+from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
+from typing_extensions import Unpack
 
-from .chain import Chain
-from .config import ReminderConfig, resolve_config
+from .config import ReminderConfig, ReminderFields, resolve_config
+from .conversation import tally_conversation
 from .events import report
-from .messages import observe
-from .policy import ToolSpecs
-from .reminder import Reminder
+from .policy import ToolPolicies
+from .reminder import LOGGER_NAME
 from .stats import Stats
+from .streaks import Streaks, Tally
 
 __all__ = ["RepeatToolReminderCallbackHandler"]
 
-logger = logging.getLogger("repeat_reminder_langchain")
+logger = logging.getLogger(LOGGER_NAME)
 
 _Scope = tuple[str, Any]  # ("thread", thread_id) or ("run", root run id)
-_AgentKey = tuple[_Scope, str, tuple[str, ...]]
-_NO_CHAIN = Chain()
+AgentKey = tuple[_Scope, str, tuple[str, ...]]
+_NONE = Streaks()
 
 
 class _Run(NamedTuple):
@@ -52,24 +55,24 @@ class _Run(NamedTuple):
 
 
 class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
-    """Keeps one repeat chain per agent for the runs it watches.
+    """Keeps every agent's streaks for the runs it watches.
 
     Pass it in the run's callbacks and place a `RepeatToolReminderNode` built on it after the
     tools node; the node counts each finished tool turn and adds the reminders that are due.
-    Subagents run inside tools inherit the callbacks and get chains of their own.
+    Subagents run inside tools inherit the callbacks and get streaks of their own. Without
+    the node, the handler still counts (when the model is next called), but its reminders
+    reach no model: they are reported as not delivered, and it warns once.
 
-    Chains of a conversation with a `thread_id` outlive the run (a resumed or continued thread
-    keeps counting); chains of a run without one are forgotten when it ends. At most
-    `max_agents` chains are kept, least recently used first out.
+    Streaks of a conversation with a `thread_id` outlive the run (a resumed or continued
+    thread keeps counting); those of a run without one are forgotten when it ends. At most
+    `max_agents` agents are remembered, the least recently used forgotten first.
 
-    `stats` holds running totals (`handler.stats.snapshot()`); `tool_specs` the policies the
-    tools declared in their metadata, learnt as they run.
+    `stats` holds running totals (`handler.stats.snapshot()`); `tool_policies` the policies
+    the tools declared in their metadata, learnt as they run.
 
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
-        **fields: `ReminderConfig` fields (`thresholds`, `include`, `exclude`,
-            `arguments_preview_chars`, `message_type`, `repeat_every`, `ignore_arguments`,
-            `progress`, `mode`).
+        **fields: `ReminderConfig` fields.
 
     Example:
         >>> guard = RepeatToolReminderCallbackHandler(thresholds=[3, 5, 8], exclude=["todo_*"])
@@ -78,25 +81,39 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
 
     """
 
+    # Callbacks run in the thread that fires them, not in an executor: the handler only
+    # records where runs sit and reads the conversation, and must see runs in the order
+    # they start.
     run_inline = True
+    # Bounds on memory for handlers that live as long as a server: agents remembered, and
+    # runs in flight (a run whose end never came, e.g. a handler added mid-run, is dropped).
     max_agents: int = 10_000
     max_runs: int = 100_000
 
-    def __init__(self, config: ReminderConfig | None = None, **fields: Any) -> None:
+    def __init__(
+        self, config: ReminderConfig | None = None, **fields: Unpack[ReminderFields]
+    ) -> None:
         self.config = resolve_config(config, fields)
+        if self.config.escalate_after is not None and self.config.exit_behavior == "block":
+            raise TypeError(
+                'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
+                "a call before it runs"
+            )
         self._lock = threading.Lock()
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
-        self._chains: OrderedDict[_AgentKey, Chain] = OrderedDict()
-        self._by_root: dict[Any, set[_AgentKey]] = {}
-        self._warned = False
+        self._agents: OrderedDict[AgentKey, Streaks] = OrderedDict()
+        self._by_root: dict[Any, set[AgentKey]] = {}
+        self._answering: dict[int, AgentKey] = {}  # model runs after a reminder, by run id
+        self._warned_outside = False
+        self._warned_undelivered = False
         self.stats = Stats()
-        self.tool_specs = ToolSpecs()
+        self.tool_policies = ToolPolicies()
 
     @property
     def agent_count(self) -> int:
-        """How many agents' chains are held now."""
+        """How many agents' streaks are held now."""
         with self._lock:
-            return len(self._chains)
+            return len(self._agents)
 
     # -- the run tree ---------------------------------------------------------------------
 
@@ -113,11 +130,11 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self._enter(run_id, parent_run_id, None)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Take the run out of the tree; a finished root forgets its chains."""
+        """Take the run out of the tree; a finished root forgets its agents."""
         self._leave(run_id)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Take the run out of the tree; a finished root forgets its chains."""
+        """Take the run out of the tree; a finished root forgets its agents."""
         self._leave(run_id)
 
     def on_tool_start(
@@ -134,7 +151,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         Whatever runs inside the tool belongs to another agent.
         """
         self._enter(run_id, parent_run_id, kwargs.get("tool_call_id") or f"run:{run_id}")
-        self.tool_specs.learn((serialized or {}).get("name"), kwargs.get("metadata"))
+        self.tool_policies.learn((serialized or {}).get("name"), kwargs.get("metadata"))
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Take the tool run out of the tree."""
@@ -165,37 +182,92 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if parent is None or not messages:
             return
         key = self._agent_key(*parent.child_lineage(), metadata)
-        if key is not None:
-            self._observe(key, messages[0], None)
+        if key is None:
+            return
+        before = self._streaks(key)
+        tally = tally_conversation(
+            before, messages[0], self.config, self.tool_policies, seen_by_model=False
+        )
+        self._keep(key, before, tally.streaks)
+        if tally.reminders or tally.escalation is not None:
+            self._warn_undelivered()
+        if tally.calls or tally.followups:
+            report(tally, self.stats, self.config, None, "undelivered")
+        if tally.streaks.reminded:
+            self._answering[run_id.int] = key
 
-    def take_reminders(
-        self, messages: Sequence[BaseMessage], config: RunnableConfig
-    ) -> list[Reminder]:
-        """Count the agent's finished tool turn and return the reminders it draws.
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """After a reminder the model saw: a model that answers without a call recovered."""
+        key = self._answering.pop(run_id.int, None)
+        if key is None:
+            return
+        generations = [g for batch in response.generations for g in batch]
+        message = getattr(generations[0], "message", None) if generations else None
+        if message is None or getattr(message, "tool_calls", None):
+            return
+        self.stats.add_followup(recovered=True)
+        with self._lock:
+            streaks = self._agents.get(key)
+            if streaks is not None:
+                self._agents[key] = replace(streaks, reminded=False)
 
-        `RepeatToolReminderNode` calls this with its state's messages and its own `config`,
-        which tells which agent it serves. Nothing is counted while a call of the turn still
-        lacks its result.
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a model run that failed."""
+        self._answering.pop(run_id.int, None)
+
+    # -- what the node asks ---------------------------------------------------------------
+
+    def _node_count(
+        self, messages: Sequence[BaseMessage], run_config: RunnableConfig
+    ) -> tuple[AgentKey, Streaks, Tally] | None:
+        """Count the node's agent's finished tool turn, without keeping the result yet.
+
+        The node keeps it once it has acted on it. None when the node runs outside the
+        handler's sight.
         """
-        run_id = getattr(config.get("callbacks"), "parent_run_id", None)
+        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
         run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
         if run is None:
-            if not self._warned:
-                self._warned = True
+            if not self._warned_outside:
+                self._warned_outside = True
                 logger.warning(
-                    "RepeatToolReminderNode ran outside the handler's sight: pass the handler "
+                    "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
                     "in the run's callbacks, e.g. graph.invoke(inputs, "
                     "config={'callbacks': [handler]}). No reminders are added meanwhile."
                 )
-            return []
-        key = self._agent_key(run.root, run.path, config.get("metadata"))
-        return [] if key is None else self._observe(key, messages, config)
+            return None
+        key = self._agent_key(run.root, run.path, run_config.get("metadata"))
+        if key is None:
+            return None
+        before = self._streaks(key)
+        tally = tally_conversation(
+            before,
+            messages,
+            self.config,
+            self.tool_policies,
+            seen_by_model=self.config.mode == "remind",
+        )
+        return key, before, tally
+
+    def _node_keep(self, key: AgentKey, before: Streaks, streaks: Streaks) -> None:
+        self._keep(key, before, streaks)
 
     # -- bookkeeping ----------------------------------------------------------------------
 
+    def _warn_undelivered(self) -> None:
+        if self._warned_undelivered or self.config.mode == "observe":
+            return
+        self._warned_undelivered = True
+        logger.warning(
+            "repeat tool reminders are due but reach no model: no RepeatToolReminderNode ran "
+            "after the tools node for this agent. In a custom graph, add "
+            "RepeatToolReminderNode(handler) between the tools node and the model node; with "
+            "create_agent, use RepeatToolReminderMiddleware instead of the handler."
+        )
+
     def _agent_key(
         self, root: int, path: tuple[str, ...], metadata: Mapping[str, Any] | None
-    ) -> _AgentKey | None:
+    ) -> AgentKey | None:
         namespace = metadata.get("langgraph_checkpoint_ns") if metadata else None
         if not isinstance(namespace, str):
             return None  # not inside a graph, so not inside an agent
@@ -203,37 +275,35 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         scope: _Scope = ("run", root) if thread is None else ("thread", thread)
         return scope, namespace.rpartition("|")[0], path
 
-    def _observe(
-        self, key: _AgentKey, messages: Sequence[BaseMessage], where: RunnableConfig | None
-    ) -> list[Reminder]:
-        # Reading needs no lock (a single dict operation); counting canonicalises arguments,
-        # which may be large, so it runs outside it too. One agent's steps run one after
-        # another, so nothing else writes this chain meanwhile.
-        chain = self._chains.get(key, _NO_CHAIN)
-        tally = observe(chain, messages, self.config, self.tool_specs)
-        if tally.chain is not chain:
-            with self._lock:
-                self._store(key, tally.chain)
-        if tally.calls:
-            report(tally, self.stats, self.config, where)
-        return list(tally.reminders)
+    def _streaks(self, key: AgentKey) -> Streaks:
+        with self._lock:
+            streaks = self._agents.get(key)
+            if streaks is None:
+                return _NONE
+            self._agents.move_to_end(key)  # used: the last to be forgotten
+            return streaks
 
-    def _store(self, key: _AgentKey, chain: Chain) -> None:
-        if chain == _NO_CHAIN:
-            self._chains.pop(key, None)  # nothing worth remembering
+    def _keep(self, key: AgentKey, before: Streaks, streaks: Streaks) -> None:
+        # One agent's steps run one after another, so nothing else wrote this agent's
+        # streaks since `before` was read.
+        if streaks == before:
             return
-        known = key in self._chains
-        self._chains[key] = chain
-        if known:
-            self._chains.move_to_end(key)
-            return
-        scope = key[0]
-        if scope[0] == "run":
-            self._by_root.setdefault(scope[1], set()).add(key)
-        while len(self._chains) > self.max_agents:
-            old, _ = self._chains.popitem(last=False)
-            if old[0][0] == "run":
-                self._by_root.get(old[0][1], set()).discard(old)
+        with self._lock:
+            if streaks == _NONE:
+                self._agents.pop(key, None)  # nothing worth remembering
+                return
+            known = key in self._agents
+            self._agents[key] = streaks
+            if known:
+                self._agents.move_to_end(key)
+                return
+            scope = key[0]
+            if scope[0] == "run":
+                self._by_root.setdefault(scope[1], set()).add(key)
+            while len(self._agents) > self.max_agents:
+                old, _ = self._agents.popitem(last=False)
+                if old[0][0] == "run":
+                    self._by_root.get(old[0][1], set()).discard(old)
 
     # Every run of the graph passes through these two: single dict operations, atomic on
     # their own, so no lock but for the rare trimming and the end of a root run.
@@ -247,7 +317,6 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         else:
             self._runs[key] = _Run(parent.root, (*parent.path, parent.call), call)
         if len(self._runs) > self.max_runs:
-            # Runs whose end never came (a handler added mid-run): drop the oldest.
             with self._lock, contextlib.suppress(RuntimeError, StopIteration, KeyError):
                 del self._runs[next(iter(self._runs))]
 
@@ -257,4 +326,4 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if run is not None and run.root == key:
             with self._lock:
                 for agent in self._by_root.pop(key, ()):
-                    self._chains.pop(agent, None)
+                    self._agents.pop(agent, None)

@@ -1,46 +1,105 @@
-"""The guard's configuration: its fields, their fail-loud validation, and tool matching."""
+"""The guard's configuration: its fields, their fail-loud validation, and the rules per tool."""
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .policy import (
+    Rules,
     ToolPolicy,
-    ToolSpec,
+    check_paths,
     check_patterns,
     check_repeat_every,
     check_thresholds,
     compile_paths,
     compile_patterns,
     is_int,
+    validation_problems,
 )
+from .reminder import DETECTORS, Detector, ExitBehavior
 
-__all__ = ["ReminderConfig", "resolve_config"]
+__all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
 _UNKNOWN = object()
+
+
+class ConfigError(ValueError):
+    """A configuration that breaks a rule: one line per problem, each naming its field."""
+
+
+class ReminderFields(TypedDict, total=False):
+    """The fields of `ReminderConfig`, as keywords of the handler, node and middleware."""
+
+    thresholds: Sequence[int]
+    include: Sequence[str]
+    exclude: Sequence[str]
+    arguments_preview_chars: int
+    message_type: Literal["system", "human"]
+    repeat_every: int | None
+    ignore_arguments: Mapping[str, Sequence[str]]
+    progress: Literal["none", "result", "auto"]
+    mode: Literal["remind", "observe"]
+    detect: Sequence[Detector]
+    stale_thresholds: Sequence[int]
+    same_error_thresholds: Sequence[int]
+    error_pattern: str | None
+    escalate_after: int | None
+    exit_behavior: ExitBehavior
+
+
+class _FrozenMapping(Mapping[str, tuple[str, ...]]):
+    """A read-only, hashable mapping, so that a configuration is a value."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, tuple[str, ...]]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._items.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._items)
 
 
 class ReminderConfig(BaseModel):
     """How the guard counts repeated tool calls and what it tells the model.
 
-    Every field is checked when the object is built; a bad value raises a `ValueError`
-    (pydantic's `ValidationError`) naming the field and the rule, never a silent fallback.
+    Every field is checked when the object is built: a bad value raises `ConfigError` (a
+    `ValueError`) with one line per problem naming the field and the rule, an unknown field a
+    `TypeError`; never a silent fallback. A configuration is immutable and hashable.
 
     Attributes:
-        thresholds: Run lengths at which a reminder is added. The first gets the gentle
-            reminder, every later one the detailed reminder. Integers >= 2, no duplicates;
-            given in any order, kept sorted.
+        thresholds: Run lengths of identical calls at which a reminder is added. The first
+            gets the gentle reminder, every later one the detailed reminder. Integers >= 2, no
+            duplicates; given in any order, kept sorted.
         include: Tool-name patterns to track (`*` matches any run of characters, every other
             character is literal, whole-name and case-sensitive). Empty means every tool.
         exclude: Tool-name patterns that are transparent to the guard: they neither count
             nor break a run. Exclude wins over include.
-        arguments_preview_chars: How many characters of the canonical arguments the
-            detailed reminder quotes before cutting them short.
+        arguments_preview_chars: How many characters of the canonical arguments (and of an
+            error) a detailed reminder quotes before cutting them short.
         message_type: `"system"` for a `SystemMessage` reminder, `"human"` for a
             `HumanMessage` wrapped in `<system-reminder>` tags.
         repeat_every: After the last threshold, a detailed reminder every this many further
@@ -55,8 +114,22 @@ class ReminderConfig(BaseModel):
             `idempotentHint: true`), `"none"` for the others.
         mode: `"remind"` (the default) adds reminders; `"observe"` counts and reports them
             (events, logs, stats) without adding anything to the conversation.
+        detect: The detectors to run: `"repeat"` (the same call, consecutively: the default),
+            `"stale"` (the same call returning the same result again since the user spoke,
+            whatever came between) and `"same_error"` (consecutive calls to one tool failing
+            with the same error, whatever the arguments).
+        stale_thresholds: Counts of identical results of one call that draw a reminder.
+        same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
+        error_pattern: A regular expression; a tool result whose text it matches (searched)
+            is a failure, as is every result with `status="error"`. None: status only.
+        escalate_after: None (the default: advise only), or a count greater than every
+            threshold of the detectors in use, at which the guard stops the loop instead of
+            reminding, as `exit_behavior` says.
+        exit_behavior: How the guard stops a loop: `"end"` the run with a final message,
+            raise `RepeatToolLoopError` (`"error"`), `interrupt()` for a human
+            (`"interrupt"`), or, with the middleware only, `"block"` the repeated call.
 
-    A tool can carry its own policy (see `repeat_reminder_langchain.policy`); a field set
+    A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.
 
     Example:
@@ -70,28 +143,40 @@ class ReminderConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Typed as sequences so that lists type-check at the call site; stored as sorted tuples.
+    # Typed as sequences so that lists type-check at the call site; stored as tuples.
     thresholds: Sequence[int] = (3, 5, 8)
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     arguments_preview_chars: int = 500
     message_type: Literal["system", "human"] = "system"
     repeat_every: int | None = None
-    ignore_arguments: Mapping[str, Sequence[str]] = {}
+    ignore_arguments: Mapping[str, Sequence[str]] = _FrozenMapping({})
     progress: Literal["none", "result", "auto"] = "none"
     mode: Literal["remind", "observe"] = "remind"
+    detect: Sequence[Detector] = ("repeat",)
+    stale_thresholds: Sequence[int] = (3,)
+    same_error_thresholds: Sequence[int] = (3,)
+    error_pattern: str | None = None
+    escalate_after: int | None = None
+    exit_behavior: ExitBehavior = "end"
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
     _ignore: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = PrivateAttr(default=())
-    _policies: dict[tuple[str, ToolSpec | None], ToolPolicy | None] = PrivateAttr(
-        default_factory=dict
-    )
+    _error: re.Pattern[str] | None = PrivateAttr(default=None)
+    _rules: dict[tuple[str, ToolPolicy | None], Rules | None] = PrivateAttr(default_factory=dict)
 
-    @field_validator("thresholds", mode="before")
+    def __init__(self, **fields: Any) -> None:
+        check_field_names(fields)
+        try:
+            super().__init__(**fields)
+        except ValidationError as error:
+            raise ConfigError(validation_problems(error)) from None
+
+    @field_validator("thresholds", "stale_thresholds", "same_error_thresholds", mode="before")
     @classmethod
-    def _check_thresholds(cls, value: Any) -> tuple[int, ...]:
-        return check_thresholds(value)
+    def _check_thresholds(cls, value: Any, info: Any) -> tuple[int, ...]:
+        return check_thresholds(value, info.field_name)
 
     @field_validator("include", "exclude", mode="before")
     @classmethod
@@ -105,7 +190,7 @@ class ReminderConfig(BaseModel):
 
     @field_validator("ignore_arguments", mode="before")
     @classmethod
-    def _check_ignore(cls, value: Any) -> dict[str, tuple[str, ...]]:
+    def _check_ignore(cls, value: Any) -> Mapping[str, tuple[str, ...]]:
         if not isinstance(value, Mapping):
             raise ValueError(
                 "must map tool-name patterns to lists of argument patterns, e.g. "
@@ -116,7 +201,12 @@ class ReminderConfig(BaseModel):
                 raise ValueError(
                     f"every tool-name pattern must be a non-empty string, got {tool!r}"
                 )
-        return {tool: check_patterns(paths, "argument") for tool, paths in value.items()}
+        return {tool: check_paths(paths) for tool, paths in value.items()}
+
+    @field_validator("ignore_arguments", mode="after")
+    @classmethod
+    def _freeze_ignore(cls, value: Mapping[str, Sequence[str]]) -> Mapping[str, Sequence[str]]:
+        return _FrozenMapping({tool: tuple(paths) for tool, paths in value.items()})
 
     @field_validator("arguments_preview_chars", mode="before")
     @classmethod
@@ -124,6 +214,66 @@ class ReminderConfig(BaseModel):
         if not is_int(value) or value < 1:
             raise ValueError(f"invalid arguments_preview_chars {value!r} — must be an integer >= 1")
         return int(value)
+
+    @field_validator("detect", mode="before")
+    @classmethod
+    def _check_detect(cls, value: Any) -> tuple[str, ...]:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+            raise ValueError(
+                f"must be a non-empty list of detector names ({', '.join(DETECTORS)}), "
+                f"got {value!r}"
+            )
+        for name in value:
+            if name not in DETECTORS:
+                raise ValueError(
+                    f"unknown detector {name!r}{_did_you_mean(name, DETECTORS, 'detectors')}"
+                )
+        if len(set(value)) != len(value):
+            raise ValueError(f"must not name a detector twice, got {list(value)}")
+        return tuple(name for name in DETECTORS if name in value)
+
+    @field_validator("error_pattern", mode="before")
+    @classmethod
+    def _check_error_pattern(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"must be a non-empty regular expression or None, got {value!r}")
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise ValueError(f"invalid regular expression {value!r}: {error}") from None
+        return value
+
+    @field_validator("escalate_after", mode="before")
+    @classmethod
+    def _check_escalate_after(cls, value: Any) -> int | None:
+        if value is not None and (not is_int(value) or value < 2):
+            raise ValueError(f"invalid escalate_after {value!r} — must be an integer >= 2")
+        return value  # type: ignore[no-any-return]
+
+    @model_validator(mode="after")
+    def _check_escalation(self) -> ReminderConfig:
+        if self.escalate_after is None:
+            if "exit_behavior" in self.model_fields_set:
+                raise ValueError("exit_behavior applies only with escalate_after set")
+            return self
+        for detector, thresholds in self._thresholds_in_use():
+            if self.escalate_after <= thresholds[-1]:
+                raise ValueError(
+                    f"escalate_after {self.escalate_after} must be greater than every "
+                    f"threshold of the {detector} detector (the last is {thresholds[-1]})"
+                )
+        return self
+
+    def _thresholds_in_use(self) -> Iterator[tuple[str, Sequence[int]]]:
+        by_detector = {
+            "repeat": self.thresholds,
+            "stale": self.stale_thresholds,
+            "same_error": self.same_error_thresholds,
+        }
+        for detector in self.detect:
+            yield detector, by_detector[detector]
 
     def model_post_init(self, __context: Any) -> None:
         """Compile the patterns once."""
@@ -134,15 +284,31 @@ class ReminderConfig(BaseModel):
             for pattern, paths in self.ignore_arguments.items()
             if (compiled := compile_patterns([pattern])) is not None
         )
+        self._error = None if self.error_pattern is None else re.compile(self.error_pattern)
 
-    def tracks(self, tool: str, spec: ToolSpec | None = None) -> bool:
+    # A configuration is a value: equal when its fields, and which were set explicitly (they
+    # decide precedence over tools' own policies), are equal; its caches play no part.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReminderConfig):
+            return NotImplemented
+        return self.__dict__ == other.__dict__ and self.model_fields_set == other.model_fields_set
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.__dict__.values()), frozenset(self.model_fields_set)))
+
+    @property
+    def error_regex(self) -> re.Pattern[str] | None:
+        """`error_pattern`, compiled."""
+        return self._error
+
+    def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""
-        return self.policy(tool, spec) is not None
+        return self.rules(tool, policy) is not None
 
-    def policy(self, tool: str, spec: ToolSpec | None = None) -> ToolPolicy | None:
+    def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
         """The rules calls to `tool` are counted by, or None when they are not counted.
 
-        `spec` is the tool's own policy, if it declares one. Precedence: an `exclude` pattern
+        `policy` is the tool's own, if it declares one. Precedence: an `exclude` pattern
         matching the tool wins; then `include`, when given, decides alone; then the tool's own
         `exclude`. For thresholds, `repeat_every` and `progress`, a field set explicitly here
         wins over the tool's own; the tool's own wins over a field left at its default (and
@@ -150,41 +316,55 @@ class ReminderConfig(BaseModel):
         """
         # This runs for every counted call: one read of the private-attribute dict, not the
         # slower attribute lookup pydantic gives private attributes.
-        cache = cast("dict[str, Any]", self.__pydantic_private__)["_policies"]
-        key = (tool, spec)
+        cache = cast("dict[str, Any]", self.__pydantic_private__)["_rules"]
+        key = (tool, policy)
         found = cache.get(key, _UNKNOWN)
         if found is _UNKNOWN:
             if len(cache) >= 1024:  # tool names come from the model: keep it bounded
                 cache.clear()
-            found = cache[key] = self._resolve(tool, spec)
+            found = cache[key] = self._resolve(tool, policy)
         return found  # type: ignore[no-any-return]
 
-    def _resolve(self, tool: str, spec: ToolSpec | None) -> ToolPolicy | None:
+    def _resolve(self, tool: str, policy: ToolPolicy | None) -> Rules | None:
         if self._exclude is not None and self._exclude.fullmatch(tool) is not None:
             return None
         if self._include is not None:
             if self._include.fullmatch(tool) is None:
                 return None
-        elif spec is not None and spec.exclude:
+        elif policy is not None and policy.exclude:
             return None
         explicit = self.model_fields_set
         thresholds = tuple(self.thresholds)
         repeat_every = self.repeat_every
         progress = self.progress
         ignored = [path for rule, paths in self._ignore if rule.fullmatch(tool) for path in paths]
-        if spec is not None:
-            if spec.thresholds is not None and "thresholds" not in explicit:
-                thresholds = spec.thresholds
-            if spec.repeat_every is not None and "repeat_every" not in explicit:
-                repeat_every = spec.repeat_every
-            if spec.progress is not None and ("progress" not in explicit or progress == "auto"):
-                progress = spec.progress
-            ignored += spec.ignore_arguments
+        if policy is not None:
+            if policy.thresholds is not None and "thresholds" not in explicit:
+                thresholds = policy.thresholds
+            if policy.repeat_every is not None and "repeat_every" not in explicit:
+                repeat_every = policy.repeat_every
+            if policy.progress is not None and ("progress" not in explicit or progress == "auto"):
+                progress = policy.progress
+            ignored += policy.ignore_arguments
         if progress == "auto":
-            result_aware = spec is not None and spec.read_only is True and not spec.idempotent
+            result_aware = policy is not None and policy.read_only is True and not policy.idempotent
         else:
             result_aware = progress == "result"
-        return ToolPolicy(thresholds, repeat_every, result_aware, compile_paths(ignored))
+        return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored))
+
+
+def _did_you_mean(name: object, known: Sequence[str], what: str) -> str:
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; {what} are {', '.join(known)}"
+
+
+def check_field_names(fields: Mapping[str, Any]) -> None:
+    """Raise `TypeError` for a keyword that names no `ReminderConfig` field."""
+    known = list(ReminderConfig.model_fields)
+    for name in fields:
+        if name not in known:
+            hint = _did_you_mean(name, known, "fields")
+            raise TypeError(f"unknown ReminderConfig field {name!r}{hint}")
 
 
 def resolve_config(config: ReminderConfig | None, fields: Mapping[str, Any]) -> ReminderConfig:
@@ -193,17 +373,26 @@ def resolve_config(config: ReminderConfig | None, fields: Mapping[str, Any]) -> 
     Raises:
         TypeError: Both were given, `config` is not a `ReminderConfig`, or a keyword names no
             field (with the nearest field name when there is one).
-        ValueError: A field's value breaks its rule.
+        ConfigError: A field's value breaks its rule.
 
     """
     if config is not None and fields:
         raise TypeError("pass either a ReminderConfig or its fields as keywords, not both")
     if config is not None and not isinstance(config, ReminderConfig):
         raise TypeError(f"config must be a ReminderConfig, got {type(config).__name__}")
-    known = list(ReminderConfig.model_fields)
-    for name in fields:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; fields are {', '.join(known)}"
-            raise TypeError(f"unknown ReminderConfig field {name!r}{hint}")
     return config if config is not None else ReminderConfig(**fields)
+
+
+BOOKKEEPING_TOOLS: tuple[str, ...] = (
+    "think",
+    "write_todos",
+    "read_todos",
+    "todo_write",
+    "todo_read",
+    "TodoWrite",
+    "TodoRead",
+    "update_plan",
+    "update_todos",
+)
+"""Tools agents call between attempts to plan or take notes, not to act: pass them to
+`exclude=` so that a loop of real calls with a bookkeeping call between each is still seen."""

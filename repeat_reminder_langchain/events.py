@@ -1,87 +1,238 @@
-"""Reporting: each reminder (or would-be reminder) as a custom event and a log line, and stats.
+"""Reporting: each reminder and escalation as an event, a log line and a stats entry.
 
-The custom event is named `repeat_tool_reminder`; it shows in `astream_events` and in
-LangSmith traces. Log lines go to the `repeat_reminder_langchain` logger at INFO, with the
-arguments only as a digest.
+Events are LangChain custom events (`repeat_tool_reminder`, `repeat_tool_escalation`: they
+show in `astream_events` and in LangSmith traces) and entries of the graph's custom stream
+(`stream_mode="custom"`, which LangGraph server clients watch), as
+`{"repeat_tool_reminder": {...}}`. Log lines go to the `repeat_reminder_langchain` logger:
+reminders at INFO, escalations at WARNING, with the arguments only as a digest.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config, get_stream_writer
 
-from .chain import Tally
 from .config import ReminderConfig
-from .reminder import SOURCE, Reminder
+from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
 from .stats import Stats
+from .streaks import Tally
 
-__all__ = ["EVENT", "areport", "report"]
+__all__ = [
+    "ESCALATION_EVENT",
+    "REMINDER_EVENT",
+    "Delivery",
+    "EscalationEvent",
+    "ReminderEvent",
+    "areport",
+    "current_run_config",
+    "escalation_event",
+    "reminder_event",
+    "report",
+]
 
-EVENT = SOURCE
-logger = logging.getLogger("repeat_reminder_langchain")
+REMINDER_EVENT = SOURCE
+ESCALATION_EVENT = "repeat_tool_escalation"
 
+Delivery = Literal["sent", "undelivered"]
+"""Whether a face puts its reminders in the conversation, or has no way to."""
 
-def report(
-    tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
-) -> None:
-    """Add `tally` to `stats`; log and dispatch its reminders from the run `where` belongs to."""
-    for data in _record(tally, stats, config, where):
-        try:
-            dispatch_custom_event(EVENT, data, config=where)
-        except Exception:  # outside a run there is no one to tell
-            logger.debug("repeat reminder event not dispatched", exc_info=True)
+logger = logging.getLogger(LOGGER_NAME)
 
-
-async def areport(
-    tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
-) -> None:
-    """`report`, for async code: events go through the async dispatcher."""
-    for data in _record(tally, stats, config, where):
-        try:
-            await adispatch_custom_event(EVENT, data, config=where)
-        except Exception:  # outside a run there is no one to tell
-            logger.debug("repeat reminder event not dispatched", exc_info=True)
-
-
-def _record(
-    tally: Tally, stats: Stats, config: ReminderConfig, where: RunnableConfig | None
-) -> list[dict[str, Any]]:
-    """Count the tally, log its reminders, and return their events' data."""
-    stats.add(tally)
-    for reminder in tally.reminders:
-        _log(reminder, config, where)
-    return [event_data(reminder, config) for reminder in tally.reminders]
+_UNDELIVERED = (
+    "no RepeatToolReminderNode ran after the tools node for this agent: put one there "
+    "(custom graphs), or use RepeatToolReminderMiddleware with create_agent"
+)
 
 
-def event_data(reminder: Reminder, config: ReminderConfig) -> dict[str, Any]:
-    """What the `repeat_tool_reminder` event carries."""
+class ReminderEvent(TypedDict):
+    """What a `repeat_tool_reminder` event carries."""
+
+    tool: str
+    count: int
+    level: str
+    detector: str
+    summary: str
+    arguments_digest: str
+    mode: str
+    delivered: bool
+    thread_id: str | None
+
+
+class EscalationEvent(TypedDict):
+    """What a `repeat_tool_escalation` event carries."""
+
+    tool: str
+    count: int
+    detector: str
+    behavior: str
+    summary: str
+    arguments: str
+    arguments_digest: str
+    mode: str
+    acted: bool
+    thread_id: str | None
+
+
+def current_run_config() -> RunnableConfig | None:
+    """The config of the graph run this is called in, or None outside one."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def thread_of(run_config: RunnableConfig | None) -> str | None:
+    """The conversation a run belongs to, if it has one."""
+    if not run_config:
+        return None
+    thread = (run_config.get("configurable") or {}).get("thread_id")
+    if thread is None:
+        thread = (run_config.get("metadata") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+def reminder_event(
+    reminder: Reminder, config: ReminderConfig, delivered: bool, thread: str | None = None
+) -> ReminderEvent:
+    """What the `repeat_tool_reminder` event of `reminder` carries."""
     return {
         "tool": reminder.tool,
         "count": reminder.count,
         "level": reminder.level,
+        "detector": reminder.detector,
         "summary": reminder.summary,
         "arguments_digest": reminder.digest,
         "mode": config.mode,
-        "delivered": config.mode == "remind",
+        "delivered": delivered,
+        "thread_id": thread,
     }
 
 
-def _log(reminder: Reminder, config: ReminderConfig, where: RunnableConfig | None) -> None:
-    metadata = (where or {}).get("metadata") or {}
-    thread = metadata.get("thread_id")
-    run = getattr((where or {}).get("callbacks"), "parent_run_id", None)
-    logger.info(
-        "repeat tool reminder %s: %s (%s, %s), arguments %s, thread %s, run %s",
-        "sent" if config.mode == "remind" else "observed",
-        reminder.summary,
-        reminder.level,
-        config.mode,
-        reminder.digest,
-        thread,
-        run,
-        # The same, as fields, for structured logging.
-        extra={EVENT: event_data(reminder, config), "thread_id": thread, "run_id": run},
-    )
+def escalation_event(
+    escalation: Escalation,
+    config: ReminderConfig,
+    thread: str | None = None,
+    *,
+    acted: bool = True,
+) -> EscalationEvent:
+    """What the `repeat_tool_escalation` event of `escalation` carries."""
+    return {
+        "tool": escalation.tool,
+        "count": escalation.count,
+        "detector": escalation.detector,
+        "behavior": escalation.behavior,
+        "summary": escalation.summary,
+        "arguments": escalation.arguments,
+        "arguments_digest": escalation.digest,
+        "mode": config.mode,
+        "acted": acted and config.mode == "remind",
+        "thread_id": thread,
+    }
+
+
+def report(
+    tally: Tally,
+    stats: Stats,
+    config: ReminderConfig,
+    run_config: RunnableConfig | None,
+    delivery: Delivery = "sent",
+) -> None:
+    """Add `tally` to `stats`; log its reminders and escalation, and send their events.
+
+    `run_config` is the config of the run to send the events from (the current graph run's
+    when None).
+    """
+    events, run_config = _record(tally, stats, config, run_config, delivery)
+    for name, data in events:
+        _write(name, data)
+        try:
+            dispatch_custom_event(name, data, config=run_config)
+        except Exception:  # outside a run there is no one to tell
+            logger.debug("%s event not dispatched", name, exc_info=True)
+
+
+async def areport(
+    tally: Tally,
+    stats: Stats,
+    config: ReminderConfig,
+    run_config: RunnableConfig | None,
+    delivery: Delivery = "sent",
+) -> None:
+    """`report`, for async code: events go through the async dispatcher."""
+    events, run_config = _record(tally, stats, config, run_config, delivery)
+    for name, data in events:
+        _write(name, data)
+        try:
+            await adispatch_custom_event(name, data, config=run_config)
+        except Exception:  # outside a run there is no one to tell
+            logger.debug("%s event not dispatched", name, exc_info=True)
+
+
+def _write(name: str, data: Mapping[str, Any]) -> None:
+    """Put an event on the graph's custom stream, when there is a graph run to put it on."""
+    try:
+        get_stream_writer()({name: data})
+    except Exception:
+        logger.debug("%s event not written to the custom stream", name, exc_info=True)
+
+
+def _record(
+    tally: Tally,
+    stats: Stats,
+    config: ReminderConfig,
+    run_config: RunnableConfig | None,
+    delivery: Delivery,
+) -> tuple[list[tuple[str, Mapping[str, Any]]], RunnableConfig | None]:
+    """Count the tally, log what it found, and return its events and the run they are from."""
+    delivered = delivery == "sent" and config.mode == "remind"
+    stats.add(tally, delivered=delivered)
+    if not tally.reminders and tally.escalation is None:
+        return [], run_config
+    if run_config is None:
+        run_config = current_run_config()
+    thread = thread_of(run_config)
+    run = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)
+    events: list[tuple[str, Mapping[str, Any]]] = []
+    for reminder in tally.reminders:
+        data = reminder_event(reminder, config, delivered, thread)
+        if delivered:
+            outcome = "sent"
+        elif config.mode == "observe":
+            outcome = "observed, not sent (observe mode)"
+        else:
+            outcome = f"due but not delivered ({_UNDELIVERED})"
+        logger.info(
+            "repeat tool reminder %s: %s (%s, %s), arguments %s, thread %s, run %s",
+            outcome,
+            reminder.summary,
+            reminder.level,
+            reminder.detector,
+            reminder.digest,
+            thread,
+            run,
+            # The same, as fields, for structured logging.
+            extra={SOURCE: data, "thread_id": thread, "run_id": run},
+        )
+        events.append((REMINDER_EVENT, data))
+    if tally.escalation is not None:
+        escalation = tally.escalation
+        escalated = escalation_event(escalation, config, thread, acted=delivered)
+        logger.warning(
+            "repeat tool loop %s: %s (%s, %s count reached %s), arguments %s, thread %s, run %s",
+            f"stopped ({escalation.behavior})" if escalated["acted"] else "would be stopped",
+            escalation.summary,
+            escalation.behavior,
+            escalation.detector,
+            config.escalate_after,
+            escalation.digest,
+            thread,
+            run,
+            extra={ESCALATION_EVENT: escalated, "thread_id": thread, "run_id": run},
+        )
+        events.append((ESCALATION_EVENT, escalated))
+    return events, run_config

@@ -4,27 +4,37 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import MessagesState
-from typing_extensions import NotRequired
+from typing_extensions import NotRequired, Unpack
 
-from .callbacks import RepeatToolReminderCallbackHandler
-from .config import ReminderConfig, resolve_config
-from .events import report
-from .messages import STATE_KEY, read_messages, read_state, reminder_messages, state_update
-from .policy import ToolSpecs
+from .callbacks import AgentKey, RepeatToolReminderCallbackHandler
+from .config import ReminderConfig, ReminderFields, resolve_config
+from .conversation import read_messages, read_state, tally_conversation
+from .escalation import RepeatToolLoopError
+from .events import report, thread_of
+from .policy import ToolPolicies
+from .reminder import LOGGER_NAME, SOURCE, tag_of
 from .stats import Stats
+from .steps import Action, Asked, StateStore, act
+from .streaks import Streaks, Tally
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 
-logger = logging.getLogger("repeat_reminder_langchain")
+logger = logging.getLogger(LOGGER_NAME)
 
 
 class RepeatToolReminderState(MessagesState):
-    """`MessagesState` with a field for the guard's chain, for `RepeatToolReminderNode()`."""
+    """`MessagesState` with a field for the guard's streaks, for `RepeatToolReminderNode()`.
+
+    Build the graph with `StateGraph(RepeatToolReminderState, input_schema=MessagesState,
+    output_schema=MessagesState)` to keep the field out of the graph's input and output: it is
+    then checkpointed, but a caller can neither see nor set it.
+    """
 
     repeat_tool_reminder: NotRequired[dict[str, Any]]
 
@@ -40,17 +50,26 @@ class RepeatToolReminderNode:
     Where the counts live depends on how it is built:
 
     * `RepeatToolReminderNode(handler)`: in the `RepeatToolReminderCallbackHandler` passed in
-      the run's callbacks, which keeps one chain per agent and needs no state field.
+      the run's callbacks, which keeps every agent's streaks and needs no state field.
     * `RepeatToolReminderNode(**fields)` or `RepeatToolReminderNode(config=...)`: in the graph
-      state, under `state_key`, so the chain is checkpointed with the conversation and survives
-      interrupts, restarts and several worker processes. The state needs that field: use
-      `RepeatToolReminderState`, or add `repeat_tool_reminder: NotRequired[dict]` to yours.
+      state, under `state_key`, so the counts are checkpointed with the conversation and
+      survive interrupts, restarts and several worker processes. The state needs that field:
+      use `RepeatToolReminderState`, or add `repeat_tool_reminder: NotRequired[dict]` to yours.
+
+    With `escalate_after`, the node stops a loop as `exit_behavior` says: `"error"` raises
+    `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final message
+    and needs the node's `route` to leave the graph (a node cannot end a run on its own: the
+    graph's edges decide where it goes next):
+    `builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent",
+    "end": END})`. `"block"` needs the middleware, the only face that sees a call before it
+    runs.
 
     Args:
-        handler: The handler passed in the run's callbacks, or None to keep the chain in state.
+        handler: The handler passed in the run's callbacks, or None to keep the counts in
+            state.
         config: A `ReminderConfig`, when there is no handler (the handler has its own).
         messages_key: The state key holding the messages.
-        state_key: The state key holding the chain, when there is no handler.
+        state_key: The state key holding the counts, when there is no handler.
         tools: The graph's tools, whose metadata may declare their own policy (with a
             handler, the handler reads it as the tools run).
         **fields: `ReminderConfig` fields, when there is no handler.
@@ -72,9 +91,9 @@ class RepeatToolReminderNode:
         *,
         config: ReminderConfig | None = None,
         messages_key: str = "messages",
-        state_key: str = STATE_KEY,
+        state_key: str = SOURCE,
         tools: Sequence[Any] = (),
-        **fields: Any,
+        **fields: Unpack[ReminderFields],
     ) -> None:
         if handler is not None and not isinstance(handler, RepeatToolReminderCallbackHandler):
             raise TypeError(
@@ -85,50 +104,103 @@ class RepeatToolReminderNode:
             raise TypeError("the handler has its own configuration; pass it there")
         self.handler = handler
         self.config = handler.config if handler is not None else resolve_config(config, fields)
+        if self.config.escalate_after is not None and self.config.exit_behavior == "block":
+            raise TypeError(
+                'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
+                "a call before it runs"
+            )
         self.messages_key = messages_key
         self.state_key = state_key
-        self._warned = False
         self.stats = handler.stats if handler is not None else Stats()
-        self.tool_specs = handler.tool_specs if handler is not None else ToolSpecs()
+        self.tool_policies = handler.tool_policies if handler is not None else ToolPolicies()
         for tool in tools:
-            self.tool_specs.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
+            self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
+        self._store = StateStore(state_key)
+        self._asked = Asked()
+        self._warned = False
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
         try:
-            if self.handler is None:
-                return self._from_state(state, config)
-            messages = read_messages(state, self.messages_key)
-            reminders = self.handler.take_reminders(messages, config) if messages else []
-            if not reminders or self.config.mode == "observe":
+            counted = self._count(state, config)
+            if counted is None:
                 return {}
-            return {self.messages_key: reminder_messages(reminders, self.config)}
+            tally, before, agent = counted
+            thread = thread_of(config)
+            if (tally.calls or tally.followups) and self._asked.first_time(
+                tally, self.config, thread
+            ):
+                report(tally, self.stats, self.config, config)
+        except Exception:
+            logger.exception("repeat reminder node failed; the run goes on without reminders")
+            return {}
+        try:
+            action = act(tally, self.config, self.config.message_type, thread)
+            return self._keep(state, agent, before, action)
+        except (RepeatToolLoopError, GraphBubbleUp):
+            raise
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
 
-    def _from_state(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        if (
-            not self._warned
-            and read_state(state, self.state_key) is None
-            and _tool_turns(read_messages(state, self.messages_key)) > 1
-        ):
+    def route(self, state: Any) -> Literal["continue", "end"]:
+        """Where the graph goes after the node: `"end"` once it ended a looping run.
+
+        For `exit_behavior="end"`:
+        `builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent",
+        "end": END})`.
+        """
+        messages = read_messages(state, self.messages_key)
+        last = messages[-1] if messages else None
+        ended = isinstance(last, AIMessage) and (tag_of(last) or {}).get("level") == "escalated"
+        return "end" if ended else "continue"
+
+    def _count(
+        self, state: Any, config: RunnableConfig
+    ) -> tuple[Tally, Streaks, AgentKey | None] | None:
+        """The tally of the finished turn, the streaks before it, and the handler's agent."""
+        messages = read_messages(state, self.messages_key)
+        if self.handler is not None:
+            counted = self.handler._node_count(messages, config) if messages else None
+            if counted is None:
+                return None
+            agent, before, tally = counted
+            return tally, before, agent
+        self._check_field(state, messages)
+        before = self._store.streaks(state)
+        tally = tally_conversation(
+            before,
+            messages,
+            self.config,
+            self.tool_policies,
+            seen_by_model=self.config.mode == "remind",
+        )
+        return tally, before, None
+
+    def _keep(
+        self, state: Any, agent: AgentKey | None, before: Streaks, action: Action
+    ) -> dict[str, Any]:
+        """Keep the streaks the action leaves; the state update that adds its messages."""
+        update: dict[str, Any] = {}
+        if self.handler is not None and agent is not None:
+            self.handler._node_keep(agent, before, action.streaks)
+        elif action.streaks != before:
+            update.update(self._store.update(state, action.streaks.to_dict()))
+        if action.messages:
+            update[self.messages_key] = action.messages
+        return update
+
+    def _check_field(self, state: Any, messages: Sequence[BaseMessage]) -> None:
+        if self._warned or self._store.stored(state):
+            return
+        if read_state(state, self.state_key) is None and _tool_turns(messages) >= 2:
             self._warned = True
             logger.warning(
-                "RepeatToolReminderNode keeps its count in the state field %r, which this "
+                "RepeatToolReminderNode keeps its counts in the state field %r, which this "
                 "graph's state does not have, so nothing is remembered between turns: build "
                 "the graph with RepeatToolReminderState or add the field to your state.",
                 self.state_key,
             )
-        update, tally = state_update(
-            state,
-            self.config,
-            self.tool_specs,
-            messages_key=self.messages_key,
-            state_key=self.state_key,
-        )
-        report(tally, self.stats, self.config, config)
-        return update
 
 
 def _tool_turns(messages: Sequence[BaseMessage]) -> int:

@@ -1,14 +1,14 @@
-"""Per-tool policy: what a tool says about itself, and the rules one tool's calls are counted by.
+"""Tool policies: what a tool says about itself, and the rules one tool's calls are counted by.
 
-A tool may carry its own policy in its metadata, under `"repeat_reminder"`:
+A tool may declare its own policy in its metadata, under `"repeat_reminder"`:
 
     {"exclude": True}                          # never count it (a poller, say)
     {"thresholds": [5, 10], "repeat_every": 5} # its own thresholds
     {"progress": "result"}                     # a new result is progress, not a repeat
     {"ignore_arguments": ["request_id"]}       # arguments that vary without meaning
 
-and MCP-style annotations (`readOnlyHint`, `idempotentHint`), under `"annotations"` or at
-the top level of the metadata, are read too (see `ReminderConfig.progress`).
+MCP annotations (`readOnlyHint`, `idempotentHint`) are read too: from an `"annotations"`
+mapping or object, or else from the top level of the metadata (see `ReminderConfig.progress`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .reminder import Level
+from .canonical import canonicalize
+from .reminder import LOGGER_NAME, Level
 
-__all__ = ["ToolPolicy", "ToolSpec", "ToolSpecs", "compile_patterns", "parse_tool_spec"]
+__all__ = ["POLICY_KEY", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
 
-SPEC_KEY = "repeat_reminder"
+POLICY_KEY = "repeat_reminder"
+"""The metadata key under which a tool declares its policy."""
 
-logger = logging.getLogger("repeat_reminder_langchain")
+_HINTS = (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"))
+
+logger = logging.getLogger(LOGGER_NAME)
 
 
 def is_int(value: object) -> bool:
@@ -43,26 +47,26 @@ def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{alt})" for alt in alternatives), re.DOTALL)
 
 
-def check_thresholds(value: Any) -> tuple[int, ...]:
+def check_thresholds(value: Any, field: str = "thresholds") -> tuple[int, ...]:
     """Validate thresholds: a non-empty list of distinct integers >= 2, returned sorted."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ValueError(f"thresholds must be a list of integers, got {value!r}")
+        raise ValueError(f"{field} must be a list of integers, got {value!r}")
     if not value:
-        raise ValueError("thresholds must not be empty")
+        raise ValueError(f"{field} must not be empty")
     for item in value:
         if not is_int(item) or item < 2:
             raise ValueError(
-                f"thresholds: invalid threshold {item!r} — every threshold must be an integer >= 2"
+                f"{field}: invalid threshold {item!r} — every threshold must be an integer >= 2"
             )
     if len(set(value)) != len(value):
-        raise ValueError(f"thresholds must not contain duplicates, got {list(value)}")
+        raise ValueError(f"{field} must not contain duplicates, got {list(value)}")
     return tuple(sorted(value))
 
 
 def check_repeat_every(value: Any) -> int | None:
     """Validate repeat_every: None, or an integer >= 1."""
     if value is not None and (not is_int(value) or value < 1):
-        raise ValueError(f"invalid repeat_every {value!r} — must be an integer >= 1, or None")
+        raise ValueError(f"invalid repeat_every {value!r} — must be an integer >= 1")
     return value  # type: ignore[no-any-return]
 
 
@@ -77,7 +81,29 @@ def check_patterns(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-class ToolSpec(BaseModel):
+def check_paths(value: Any) -> tuple[str, ...]:
+    """Validate argument patterns: like tool-name patterns, each dotted segment non-empty."""
+    paths = check_patterns(value, "argument")
+    for path in paths:
+        if "" in path.split("."):
+            raise ValueError(
+                f"invalid argument pattern {path!r} — every dotted segment must be non-empty "
+                "(use * to match any key)"
+            )
+    return paths
+
+
+def validation_problems(error: ValidationError) -> str:
+    """A pydantic error as one line per problem, naming the field: no URLs, no prefixes."""
+    lines = []
+    for problem in error.errors():
+        field = ".".join(map(str, problem["loc"]))
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        lines.append(f"{field}: {message}" if field else message)
+    return "\n".join(lines)
+
+
+class ToolPolicy(BaseModel):
     """A tool's own policy, read from its metadata. Fields left unset say nothing.
 
     Attributes:
@@ -113,107 +139,121 @@ class ToolSpec(BaseModel):
     @field_validator("ignore_arguments", mode="before")
     @classmethod
     def _check_ignore(cls, value: Any) -> tuple[str, ...]:
-        return check_patterns(value, "argument")
+        return check_paths(value)
 
 
-def parse_tool_spec(metadata: object) -> ToolSpec | None:
+def _hints(metadata: Mapping[str, Any]) -> dict[str, bool]:
+    """The MCP hints a tool declares.
+
+    They are read under `annotations` (a mapping or an object), or else at the top level of
+    its metadata.
+    """
+    annotations = metadata.get("annotations")
+    found = {}
+    for field, key in _HINTS:
+        if isinstance(annotations, Mapping):
+            hint = annotations.get(key)
+        else:
+            hint = getattr(annotations, key, None)
+        if hint is None:
+            hint = metadata.get(key)
+        if isinstance(hint, bool):
+            found[field] = hint
+    return found
+
+
+def parse_tool_policy(metadata: object) -> ToolPolicy | None:
     """The policy a tool's metadata declares, or None when it declares none.
 
     Raises:
         ValueError: The metadata declares a policy that breaks a rule.
 
     Example:
-        >>> spec = parse_tool_spec({"repeat_reminder": {"thresholds": [6, 4]}})
-        >>> spec.thresholds
+        >>> parse_tool_policy({"repeat_reminder": {"thresholds": [6, 4]}}).thresholds
         (4, 6)
+        >>> parse_tool_policy({"readOnlyHint": True}).read_only
+        True
     """
     if not isinstance(metadata, Mapping):
         return None
-    own = metadata.get(SPEC_KEY)
-    annotations = metadata.get("annotations")
-    if not isinstance(annotations, Mapping):
-        annotations = {
-            key: getattr(annotations, key, None) for key in ("readOnlyHint", "idempotentHint")
-        }
-    hints = {
-        field: hint
-        for field, key in (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"))
-        if isinstance(hint := annotations.get(key, metadata.get(key)), bool)
-    }
+    own = metadata.get(POLICY_KEY)
+    hints = _hints(metadata)
     if own is None and not hints:
         return None
     if own is not None and not isinstance(own, Mapping):
-        raise ValueError(f"{SPEC_KEY} must be a mapping, got {own!r}")
+        raise ValueError(f"{POLICY_KEY} must be a mapping, got {own!r}")
     try:
-        return ToolSpec.model_validate({**(own or {}), **hints})
+        return ToolPolicy.model_validate({**(own or {}), **hints})
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}"
-            for e in error.errors()
-        )
-        raise ValueError(f"invalid {SPEC_KEY} policy: {problems}") from None
+        problems = validation_problems(error).replace("\n", "; ")
+        raise ValueError(f"invalid {POLICY_KEY} policy: {problems}") from None
 
 
-class ToolSpecs(Mapping[str, ToolSpec]):
-    """The policies tools declare, by tool name, learnt from their metadata as they are seen.
+class ToolPolicies(Mapping[str, ToolPolicy]):
+    """The policies tools declare, by tool name, learnt from their metadata as they run.
 
-    A policy that breaks a rule is logged once and ignored: tool metadata is read at run time,
-    where the guard never fails a run.
+    A policy is re-read whenever what the metadata says changes (compared by value, so a
+    tool rebuilt for each request, or metadata edited in place, is read right). A policy that
+    breaks a rule is logged once and ignored: tool metadata is read at run time, where the
+    guard never fails a run.
     """
 
-    limit = 10_000
+    limit = 10_000  # tool names come from whatever runs; keep the memory bounded
 
     def __init__(self) -> None:
-        self._specs: dict[str, ToolSpec] = {}
-        self._seen: dict[str, tuple[int, int, object, object]] = {}
+        self._policies: dict[str, ToolPolicy] = {}
+        self._seen: dict[str, object] = {}
 
     def learn(self, name: object, metadata: object) -> None:
         """Read the policy a tool named `name` declares in `metadata`, if it changed."""
-        if not isinstance(name, str) or not isinstance(metadata, Mapping):
+        if not isinstance(name, str):
             return
-        annotations = metadata.get("annotations")
-        signature = (
-            id(metadata.get(SPEC_KEY)),
-            id(annotations),
-            metadata.get("readOnlyHint"),
-            metadata.get("idempotentHint"),
-        )
-        if self._seen.get(name) == signature:
+        if not isinstance(metadata, Mapping) or not metadata:
+            if name in self._seen:
+                self._forget(name)
+            return
+        own = metadata.get(POLICY_KEY)
+        said = (None if own is None else canonicalize(own), tuple(_hints(metadata).items()))
+        if self._seen.get(name) == said:
             return
         if len(self._seen) >= self.limit:
             self._seen.clear()
-            self._specs.clear()
-        self._seen[name] = signature
+            self._policies.clear()
+        self._seen[name] = said
         try:
-            spec = parse_tool_spec(metadata)
+            policy = parse_tool_policy(metadata)
         except ValueError as error:
             logger.warning("tool %r: %s; its policy is ignored", name, error)
-            spec = None
-        if spec is None:
-            self._specs.pop(name, None)
+            policy = None
+        if policy is None:
+            self._policies.pop(name, None)
         else:
-            self._specs[name] = spec
+            self._policies[name] = policy
 
-    def __getitem__(self, name: str) -> ToolSpec:
-        return self._specs[name]
+    def _forget(self, name: str) -> None:
+        self._seen.pop(name, None)
+        self._policies.pop(name, None)
+
+    def __getitem__(self, name: str) -> ToolPolicy:
+        return self._policies[name]
 
     def get(self, name: str, default: Any = None) -> Any:
         """The policy of `name`, or `default` (a plain dict lookup: this runs on every call)."""
-        return self._specs.get(name, default)
+        return self._policies.get(name, default)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._specs)
+        return iter(self._policies)
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._policies)
 
 
 @dataclass(frozen=True, slots=True)
-class ToolPolicy:
-    """The rules one tool's calls are counted by.
+class Rules:
+    """The rules one tool's calls are counted by: the configuration and the tool's policy.
 
     Attributes:
-        thresholds: Run lengths that draw a reminder.
+        thresholds: Run lengths of identical calls that draw a reminder.
         repeat_every: After the last threshold, a detailed reminder every this many repeats.
         result_aware: Whether the same call with a new result starts a new run.
         ignore: Argument paths left out of the key, each a tuple of segment patterns.
@@ -225,15 +265,8 @@ class ToolPolicy:
     ignore: tuple[tuple[re.Pattern[str], ...], ...] = ()
 
     def level(self, count: int) -> Level | None:
-        """Which reminder a run of `count` calls draws, if any."""
-        if count == self.thresholds[0]:
-            return "gentle"
-        if count in self.thresholds:
-            return "detailed"
-        last = self.thresholds[-1]
-        if self.repeat_every and count > last and (count - last) % self.repeat_every == 0:
-            return "detailed"
-        return None
+        """Which reminder a run of `count` identical calls draws, if any."""
+        return level_at(count, self.thresholds, self.repeat_every)
 
     def keyed(self, args: object) -> object:
         """The arguments that make up the call's key: `args` without the ignored paths."""
@@ -242,20 +275,36 @@ class ToolPolicy:
         return args
 
 
+def level_at(count: int, thresholds: tuple[int, ...], every: int | None = None) -> Level | None:
+    """The reminder a count draws, if any.
+
+    Gentle at the first threshold, detailed at the later ones, and, with `every`, detailed
+    at every `every`-th count past the last.
+    """
+    if count == thresholds[0]:
+        return "gentle"
+    if count in thresholds:
+        return "detailed"
+    last = thresholds[-1]
+    if every and count > last and (count - last) % every == 0:
+        return "detailed"
+    return None
+
+
 def compile_paths(patterns: Sequence[str]) -> tuple[tuple[re.Pattern[str], ...], ...]:
     """Dotted argument patterns (`"options.timeout*"`) as tuples of segment patterns."""
     compiled = []
     for pattern in patterns:
-        segments = [compile_patterns([segment or "*"]) for segment in pattern.split(".")]
+        segments = (compile_patterns([segment]) for segment in pattern.split("."))
         compiled.append(tuple(s for s in segments if s is not None))
     return tuple(compiled)
 
 
 def _without(value: object, path: tuple[re.Pattern[str], ...]) -> object:
-    """A copy of `value` without the keys `path` matches; lists are looked through."""
+    """A copy of `value` without the keys `path` matches; lists on the way are looked through."""
     if isinstance(value, list):
         return [_without(item, path) for item in value]
-    if not isinstance(value, Mapping) or not path:
+    if not isinstance(value, Mapping):
         return value
     head, rest = path[0], path[1:]
     kept = {}

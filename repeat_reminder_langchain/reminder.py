@@ -1,46 +1,126 @@
-"""A reminder: what the guard tells the model, how it is worded, and how it is tagged."""
+"""What the guard tells the model: reminders and escalations, their words and their tags."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
-__all__ = ["SOURCE", "Level", "Reminder", "is_reminder", "preview", "wrap"]
+__all__ = [
+    "DETECTORS",
+    "LOGGER_NAME",
+    "SOURCE",
+    "Detector",
+    "Escalation",
+    "ExitBehavior",
+    "Level",
+    "Reminder",
+    "ReminderTag",
+    "is_reminder",
+    "preview",
+    "wrap",
+]
 
 SOURCE = "repeat_tool_reminder"
-"""The `name` and `additional_kwargs["lc_source"]` of every reminder message."""
+"""The `name`, `additional_kwargs["lc_source"]` and tag key of every message of the guard,
+and the name of its custom events."""
+
+LOGGER_NAME = "repeat_reminder_langchain"
 
 Level = Literal["gentle", "detailed"]
+Detector = Literal["repeat", "stale", "same_error"]
+ExitBehavior = Literal["end", "error", "interrupt", "block"]
 
-_GENTLE = (
-    "You have called `{tool}` {count} times in a row with exactly the same arguments. "
-    "Before calling it again, look closely at the result you already have: the same call will "
-    "most likely return the same thing. If the task is not finished, try a different approach "
-    "or different arguments; if you already have what you need, finish."
-)
+DETECTORS: tuple[Detector, ...] = ("repeat", "same_error", "stale")
+"""Every detector, in the order they take precedence when several fire on one call."""
 
-_DETAILED = (
-    "Repeated tool call detected.\n"
-    "- tool: {tool}\n"
-    "- consecutive_calls: {count}\n"
-    "- arguments: {arguments}\n"
-    "These identical calls are not making progress. Do not call this tool with these exact "
-    "arguments again. Read the latest result, then choose a different action or different "
-    "arguments, or finish if you have gathered enough to answer."
+_TEXTS: dict[tuple[Detector, Level], str] = {
+    ("repeat", "gentle"): (
+        "You have called `{tool}` {count} times in a row with exactly the same arguments. "
+        "Before calling it again, look closely at the result you already have: the same call "
+        "will most likely return the same thing. If the task is not finished, try a different "
+        "approach or different arguments; if you already have what you need, finish."
+    ),
+    ("repeat", "detailed"): (
+        "Repeated tool call detected.\n"
+        "- tool: {tool}\n"
+        "- consecutive_calls: {count}\n"
+        "- arguments: {arguments}\n"
+        "These identical calls are not making progress. Do not call this tool with these exact "
+        "arguments again. Read the latest result, then choose a different action or different "
+        "arguments, or finish if you have gathered enough to answer."
+    ),
+    ("stale", "gentle"): (
+        "`{tool}` has now returned exactly the same result {count} times for the same "
+        "arguments, with other steps in between. Calling it again will not tell you anything "
+        "new: work with the result you have, and call it again only after something it depends "
+        "on has changed."
+    ),
+    ("stale", "detailed"): (
+        "Tool call with no new information detected.\n"
+        "- tool: {tool}\n"
+        "- identical_results: {count}\n"
+        "- arguments: {arguments}\n"
+        "This call keeps returning the same result. Do not make it again until something it "
+        "depends on has changed; use the result you already have, choose a different action, "
+        "or finish."
+    ),
+    ("same_error", "gentle"): (
+        "The last {count} calls to `{tool}` failed with the same error{varied}. Repeating the "
+        "call will not fix it: read the error, deal with its cause or try another way, or "
+        "report the problem if you cannot."
+    ),
+    ("same_error", "detailed"): (
+        "Repeated tool failure detected.\n"
+        "- tool: {tool}\n"
+        "- consecutive_failures: {count}\n"
+        "- argument_sets: {variants}\n"
+        "- error: {error}\n"
+        "Every one of these calls failed with this same error, so changing the arguments is not "
+        "reaching the cause. Stop retrying this tool the same way: address what the error says, "
+        "use another approach, or report the problem."
+    ),
+}
+
+_ESCALATION = (
+    "Stopped: the agent was looping on `{tool}` ({what} {count} times). The run ended here "
+    "instead of repeating the call again; the conversation is complete up to this point."
 )
+_ESCALATED_WHAT: dict[Detector, str] = {
+    "repeat": "the same call with the same arguments",
+    "stale": "the same call returning the same result",
+    "same_error": "calls failing with the same error",
+}
+
+
+class ReminderTag(TypedDict):
+    """What `additional_kwargs["repeat_tool_reminder"]` of a guard's message holds."""
+
+    kind: str
+    plugin: str
+    form: str
+    summary: str
+    tool: str
+    count: int
+    level: str
+    detector: str
 
 
 @dataclass(frozen=True, slots=True)
 class Reminder:
-    """One reminder, due because `tool` was called `count` times in a row with one argument set.
+    """One reminder, due because a detector counted `count` for a call to `tool`.
 
     Attributes:
         tool: The tool's name.
-        count: How many consecutive identical calls led to this reminder.
-        level: `"gentle"` at the first threshold, `"detailed"` at every later one.
-        arguments: The canonical arguments, cut to the preview cap.
+        count: What the detector counted: identical calls in a row (`repeat`), identical
+            results of one call (`stale`), or failures in a row with one error (`same_error`).
+        level: `"gentle"` at the detector's first threshold, `"detailed"` at every later one.
+        arguments: The call's canonical arguments, cut to the preview cap.
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
+        detector: Which detector fired.
+        error: For `same_error`, the error text, cut to the preview cap.
+        variants: For `same_error`, how many different argument sets hit the error.
+        position: The call's position among the calls of its model turn.
 
     Example:
         >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"retry_limit"}')
@@ -54,31 +134,87 @@ class Reminder:
     level: Level
     arguments: str
     digest: str = ""
+    detector: Detector = "repeat"
+    error: str = ""
+    variants: int = 1
+    position: int = 0
 
     @property
     def text(self) -> str:
         """The words the model reads."""
-        template = _GENTLE if self.level == "gentle" else _DETAILED
-        return template.format(tool=self.tool, count=self.count, arguments=self.arguments)
+        varied = f", with {self.variants} different argument sets" if self.variants > 1 else ""
+        return _TEXTS[self.detector, self.level].format(
+            tool=self.tool,
+            count=self.count,
+            arguments=self.arguments,
+            error=self.error,
+            variants=self.variants,
+            varied=varied,
+        )
 
     @property
     def summary(self) -> str:
         """A one-line label such as `grep × 5`."""
         return f"{self.tool} \u00d7 {self.count}"
 
-    def tag(self) -> dict[str, Any]:
-        """The `additional_kwargs` that mark a message as this reminder."""
+    def tag(self) -> ReminderTag:
+        """What marks a message as this reminder."""
         return {
-            "lc_source": SOURCE,
-            SOURCE: {
-                "kind": "plugin",
-                "plugin": "repeat-tool-reminder",
-                "form": "notice",
-                "summary": self.summary,
-                "tool": self.tool,
-                "count": self.count,
-                "level": self.level,
-            },
+            "kind": "plugin",
+            "plugin": "repeat-tool-reminder",
+            "form": "notice",
+            "summary": self.summary,
+            "tool": self.tool,
+            "count": self.count,
+            "level": self.level,
+            "detector": self.detector,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """A loop the guard stops instead of reminding: a count reached `escalate_after`.
+
+    Attributes:
+        tool: The tool called.
+        count: What the detector counted.
+        detector: Which detector reached the limit.
+        arguments: The call's canonical arguments, cut to the preview cap.
+        behavior: The configured `exit_behavior`.
+        digest: A fingerprint of the full canonical arguments.
+        position: The call's position among the calls of its model turn.
+    """
+
+    tool: str
+    count: int
+    detector: Detector
+    arguments: str
+    behavior: ExitBehavior
+    digest: str = ""
+    position: int = 0
+
+    @property
+    def text(self) -> str:
+        """The final words of a run the guard ended."""
+        what = _ESCALATED_WHAT[self.detector]
+        return _ESCALATION.format(tool=self.tool, what=what, count=self.count)
+
+    @property
+    def summary(self) -> str:
+        """A one-line label such as `grep × 10`."""
+        return f"{self.tool} \u00d7 {self.count}"
+
+    def tag(self) -> ReminderTag:
+        """What marks the guard's final message of a run it ended."""
+        return {
+            "kind": "plugin",
+            "plugin": "repeat-tool-reminder",
+            "form": "notice",
+            "summary": self.summary,
+            "tool": self.tool,
+            "count": self.count,
+            "level": "escalated",
+            "detector": self.detector,
         }
 
 
@@ -100,6 +236,15 @@ def wrap(text: str) -> str:
     return f"<system-reminder>\n{text}\n</system-reminder>"
 
 
+def tag_of(message: object) -> Mapping[str, object] | None:
+    """The guard's tag on `message`, or None when the guard did not write it."""
+    tags = getattr(message, "additional_kwargs", None)
+    if not isinstance(tags, Mapping) or tags.get("lc_source") != SOURCE:
+        return None
+    tag = tags.get(SOURCE)
+    return tag if isinstance(tag, Mapping) else None
+
+
 def is_reminder(message: object) -> bool:
     """Whether `message` is one of the guard's reminders (a tagged system or human message).
 
@@ -109,11 +254,4 @@ def is_reminder(message: object) -> bool:
         False
 
     """
-    if getattr(message, "type", None) not in ("system", "human"):
-        return False
-    tags = getattr(message, "additional_kwargs", None)
-    return (
-        isinstance(tags, Mapping)
-        and tags.get("lc_source") == SOURCE
-        and isinstance(tags.get(SOURCE), Mapping)
-    )
+    return getattr(message, "type", None) in ("system", "human") and tag_of(message) is not None

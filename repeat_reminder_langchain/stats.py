@@ -4,25 +4,55 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable
+from typing import TypedDict
 
-from .chain import Tally
+from .streaks import Tally
 
-__all__ = ["Stats"]
+__all__ = ["Stats", "StatsSnapshot"]
+
+
+class StatsSnapshot(TypedDict):
+    """The totals `Stats.snapshot()` returns.
+
+    Attributes:
+        calls: Tracked tool calls counted.
+        reminders: Reminders the model saw, by tool and level, e.g.
+            `{"grep": {"gentle": 2, "detailed": 1}}`.
+        undelivered: Reminders that were due but reached no model, by tool and level: every
+            one in `mode="observe"`, and those due where no node delivers them.
+        detectors: Reminders by detector, delivered or not:
+            `{"repeat": {"delivered": 3, "undelivered": 0}}`.
+        escalations: Loops the guard stopped (or, in observe mode, would have), by tool and
+            detector.
+        longest_streak: The longest run of identical calls seen, as `[tool, length]`.
+        followed: Reminders the model saw that it then followed up: with another tracked
+            call, or by answering without one.
+        recovered: Of those, how many times it changed course: a different call, or an answer.
+        recovery_rate: `recovered / followed`, or None before any.
+    """
+
+    calls: int
+    reminders: dict[str, dict[str, int]]
+    undelivered: dict[str, dict[str, int]]
+    detectors: dict[str, dict[str, int]]
+    escalations: dict[str, dict[str, int]]
+    longest_streak: list[str | int] | None
+    followed: int
+    recovered: int
+    recovery_rate: float | None
+
+
+def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str, int]]:
+    found: dict[str, dict[str, int]] = {}
+    for (outer, inner), number in sorted(counts):
+        slot = found.setdefault(outer, {})
+        slot[inner] = slot.get(inner, 0) + number
+    return found
 
 
 class Stats:
     """What a guard counted, since it was built. Safe to share between threads.
-
-    Attributes are read through `snapshot()`, a plain dict:
-
-    * `calls`: tracked tool calls counted;
-    * `reminders`: reminders by tool and level, e.g. `{"grep": {"gentle": 2, "detailed": 1}}`
-      (in `mode="observe"`, the reminders that would have been sent);
-    * `longest_streak`: the longest run of identical calls seen, as `[tool, length]`;
-    * `followed`: reminders after which the model made another tracked call;
-    * `recovered`: of those, how many times that next call was a different one;
-    * `recovery_rate`: `recovered / followed`, or None before any.
 
     Example:
         >>> Stats().snapshot()["recovery_rate"] is None
@@ -32,32 +62,53 @@ class Stats:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls = 0
-        self._reminders: Counter[tuple[str, str]] = Counter()
+        # (detector, tool, level, delivered)
+        self._reminders: Counter[tuple[str, str, str, bool]] = Counter()
+        self._escalations: Counter[tuple[str, str]] = Counter()
         self._longest: tuple[str, int] | None = None
         self._followed = 0
         self._recovered = 0
 
-    def add(self, tally: Tally) -> None:
-        """Add what one count found."""
+    def add(self, tally: Tally, *, delivered: bool) -> None:
+        """Add what one count found; `delivered` says whether its reminders reached the model."""
         with self._lock:
             self._calls += tally.calls
-            if tally.longest and (self._longest is None or tally.longest[1] > self._longest[1]):
-                self._longest = tally.longest
-            if tally.reminders:
-                self._reminders.update((r.tool, r.level) for r in tally.reminders)
+            longest = tally.longest
+            if longest and (self._longest is None or longest[1] > self._longest[1]):
+                self._longest = longest
+            for reminder in tally.reminders:
+                self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
+            if tally.escalation is not None:
+                self._escalations[tally.escalation.tool, tally.escalation.detector] += 1
             if tally.followups:
                 self._followed += len(tally.followups)
                 self._recovered += sum(tally.followups)
 
-    def snapshot(self) -> dict[str, Any]:
+    def add_followup(self, *, recovered: bool) -> None:
+        """Add one reminder the model saw and followed up outside a counted turn."""
+        with self._lock:
+            self._followed += 1
+            self._recovered += recovered
+
+    def snapshot(self) -> StatsSnapshot:
         """The totals so far, as plain data."""
         with self._lock:
-            reminders: dict[str, dict[str, int]] = {}
-            for (tool, level), number in sorted(self._reminders.items()):
-                reminders.setdefault(tool, {})[level] = number
+            detectors: dict[str, dict[str, int]] = {}
+            for (detector, _, _, delivered), number in self._reminders.items():
+                slot = detectors.setdefault(detector, {"delivered": 0, "undelivered": 0})
+                slot["delivered" if delivered else "undelivered"] += number
             return {
                 "calls": self._calls,
-                "reminders": reminders,
+                "reminders": _nested(
+                    ((tool, level), n) for (_, tool, level, d), n in self._reminders.items() if d
+                ),
+                "undelivered": _nested(
+                    ((tool, level), n)
+                    for (_, tool, level, d), n in self._reminders.items()
+                    if not d
+                ),
+                "detectors": dict(sorted(detectors.items())),
+                "escalations": _nested(self._escalations.items()),
                 "longest_streak": list(self._longest) if self._longest else None,
                 "followed": self._followed,
                 "recovered": self._recovered,

@@ -172,12 +172,44 @@ def reminders(messages: Sequence[BaseMessage]) -> list[tuple[str, str, int]]:
 
 
 def assert_adjacent(messages: Sequence[BaseMessage]) -> None:
-    """Every assistant turn with tool calls is followed by exactly its results, then the rest."""
+    """Every assistant turn with tool calls is followed by exactly its results, then the rest.
+
+    Calls that share an id (some models emit that) need as many results with that id.
+    """
     for index, message in enumerate(messages):
         if not isinstance(message, AIMessage) or not message.tool_calls:
             continue
-        wanted = {c["id"] for c in message.tool_calls}
+        wanted = sorted(c["id"] or "" for c in message.tool_calls)
         block = messages[index + 1 : index + 1 + len(wanted)]
-        got = [m.tool_call_id for m in block if isinstance(m, ToolMessage)]
+        got = sorted(m.tool_call_id for m in block if isinstance(m, ToolMessage))
         assert len(got) == len(block) == len(wanted), f"turn {index} not followed by its results"
-        assert set(got) == wanted, f"turn {index} answered by {got}, wanted {sorted(wanted)}"
+        assert got == wanted, f"turn {index} answered by {got}, wanted {wanted}"
+
+
+class LoopModel(BaseChatModel):
+    """A chat model that makes the same tool call N times after each user message ("loop N"),
+    then answers. It reads the conversation, so one instance serves any number of runs."""
+
+    tool: str = "probe"
+    args: dict[str, Any] = Field(default_factory=lambda: {"q": "same"})
+
+    @property
+    def _llm_type(self) -> str:
+        return "loop-test-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> LoopModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        made, wanted = 0, 0
+        for message in reversed(messages):
+            if isinstance(message, HumanMessage) and not is_reminder(message):
+                words = str(message.content).split()
+                wanted = int(words[-1]) if words and words[-1].isdigit() else 0
+                break
+            made += isinstance(message, AIMessage) and bool(message.tool_calls)
+        if made >= wanted:
+            reply = AIMessage(f"done after {made} calls")
+        else:
+            reply = turn(call(self.tool, dict(self.args), f"call_{uuid.uuid4().hex[:12]}"))
+        return ChatResult(generations=[ChatGeneration(message=reply)])

@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from .config import ReminderConfig
+from ..config import ReminderConfig
 from .transcript import replay
 
 __all__ = ["AuditError", "ToolAudit", "audit", "format_audit", "load_conversations"]
@@ -108,17 +108,18 @@ def audit(conversations: Sequence[Sequence[BaseMessage]], config: ReminderConfig
     """Count each conversation as the guard would, per tool."""
     result = Audit(conversations=len(conversations))
     for messages in conversations:
-        for call, count, level in replay(messages, config):
-            tool = result.tools.setdefault(call.tool, ToolAudit())
+        for item in replay(messages, config):
+            tool = result.tools.setdefault(item.call.tool, ToolAudit())
             tool.calls += 1
             result.calls += 1
-            if count is not None:
-                tool.longest = max(tool.longest, count)
-                tool.streaks += count == 2
-            if level == "gentle":
-                tool.gentle += 1
-            elif level == "detailed":
-                tool.detailed += 1
+            if item.trace is not None:
+                tool.longest = max(tool.longest, item.trace.streak)
+                tool.streaks += item.trace.streak == 2
+                reminder = item.trace.reminder
+                if reminder is not None and reminder.level == "gentle":
+                    tool.gentle += 1
+                elif reminder is not None:
+                    tool.detailed += 1
     return result
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from .config import ReminderConfig
-from .policy import ToolSpec
+from ..config import ReminderConfig
+from ..policy import ToolPolicy
 from .transcript import steps, transcript_rows
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def plot_timeline(
     runs: Mapping[str, Sequence[BaseMessage]],
     config: ReminderConfig | None = None,
     path: str | Path | None = None,
-    specs: Mapping[str, ToolSpec] | None = None,
+    policies: Mapping[str, ToolPolicy] | None = None,
 ) -> Figure:
     """Plot each run's tool calls side by side: one row per call, its run length, its reminder.
 
@@ -73,7 +73,7 @@ def plot_timeline(
         runs: Conversations by title, e.g. `{"without the guard": a, "with the guard": b}`.
         config: Thresholds and tracked tools to recount the runs with (defaults when None).
         path: Where to save the figure as an image, if anywhere.
-        specs: The policies tools declared (a guard's `tool_specs`), if any.
+        policies: The policies tools declared (a guard's `tool_policies`), if any.
 
     Returns:
         The matplotlib figure.
@@ -83,7 +83,7 @@ def plot_timeline(
     from matplotlib.patches import Patch
 
     config = config or ReminderConfig()
-    timelines = {title: steps(messages, config, specs) for title, messages in runs.items()}
+    timelines = {title: steps(messages, config, policies) for title, messages in runs.items()}
     rows = max((len(found) for found in timelines.values()), default=0)
     figure, axes = pyplot.subplots(
         1, len(timelines), figsize=(5.2 * len(timelines), 1.2 + 0.32 * rows), squeeze=False

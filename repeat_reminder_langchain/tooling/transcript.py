@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from .canonical import canonicalize
-from .chain import Call, Chain, count_calls
-from .config import ReminderConfig
-from .messages import latest_turn, user_spoke
-from .policy import ToolSpec
-from .reminder import SOURCE, Level, is_reminder
+from ..canonical import canonicalize
+from ..config import ReminderConfig
+from ..conversation import latest_turn, tally_conversation
+from ..policy import ToolPolicy
+from ..reminder import SOURCE, is_reminder, tag_of
+from ..streaks import Call, CallTrace, Streaks
 
 __all__ = [
+    "Replayed",
     "Row",
     "Step",
     "Summary",
@@ -49,60 +50,44 @@ class Row:
     summary: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """What the guard counted in a conversation.
+class Replayed(NamedTuple):
+    """One call of a replayed conversation.
 
     Attributes:
-        calls: Tool calls the model made.
-        reminders: Reminders in the conversation.
-        gentle: Of those, how many were gentle.
-        detailed: Of those, how many were detailed.
-        longest: The longest run of identical tracked calls, as `(tool, length)`, if any.
-
+        call: The call.
+        message: The position of the `AIMessage` that made it.
+        trace: What the guard counted for it, or None for an untracked call.
     """
 
-    calls: int
-    reminders: int
-    gentle: int
-    detailed: int
-    longest: tuple[str, int] | None
-
-    def __str__(self) -> str:
-        longest = f"{self.longest[0]} \u00d7 {self.longest[1]}" if self.longest else "none"
-        return (
-            f"{self.calls} tool calls · {self.reminders} reminders "
-            f"({self.gentle} gentle, {self.detailed} detailed) · longest streak: {longest}"
-        )
+    call: Call
+    message: int
+    trace: CallTrace | None
 
 
 def replay(
     messages: Sequence[BaseMessage],
     config: ReminderConfig,
-    specs: Mapping[str, ToolSpec] | None = None,
-) -> Iterator[tuple[Call, int | None, Level | None]]:
-    """Count a conversation as the guard does: each call, the run it reached, its reminder.
+    policies: Mapping[str, ToolPolicy] | None = None,
+) -> Iterator[Replayed]:
+    """Count a conversation as the guard does, and yield each call with what it reached.
 
-    Untracked calls come with no run. A turn is counted where the model would next have read
-    it (before its next turn or a user message, or at the end) once all its results are in,
-    and a user message resets the chain, exactly as at run time. The reminder is the one the
-    guard would send under `config`, whatever the conversation holds.
+    A turn is counted where the guard would count it — before the model's next turn, or at
+    the end — once all its results are in; a user message resets the streaks, exactly as at
+    run time. The reminders are the ones the guard would send under `config`, whatever the
+    conversation holds.
     """
-    chain = Chain()
-    for end in range(1, len(messages) + 1):
-        if end < len(messages) and not isinstance(messages[end], (AIMessage, HumanMessage)):
-            continue
-        turn = latest_turn(messages, end)
-        if turn is not None and turn.complete:
-            for call in turn.calls:
-                before = (chain.turn, chain.counted)
-                tally = count_calls(chain, turn.id, [call], config, specs)
-                chain = tally.chain
-                if (chain.turn, chain.counted) != before:
-                    level = tally.reminders[0].level if tally.reminders else None
-                    yield call, chain.count if tally.calls else None, level
-        if user_spoke(messages, end):
-            chain = chain.reset()
+    streaks = Streaks()
+    looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)][1:]
+    for end in (*looks, len(messages)):
+        trace: list[CallTrace] = []
+        tally = tally_conversation(streaks, messages, config, policies, end=end, trace=trace)
+        if tally.streaks.turn != streaks.turn:
+            turn = latest_turn(messages, end)
+            if turn is not None:
+                found = {entry.position: entry for entry in trace}
+                for index, call in enumerate(turn.calls):
+                    yield Replayed(call, turn.position, found.get(index))
+        streaks = tally.streaks
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,43 +110,73 @@ class Step:
 def steps(
     messages: Sequence[BaseMessage],
     config: ReminderConfig | None = None,
-    specs: Mapping[str, ToolSpec] | None = None,
+    policies: Mapping[str, ToolPolicy] | None = None,
 ) -> list[Step]:
     """Every tool call with the run it reached and the reminder it drew, in order.
 
-    The runs are recounted with `config` and the tools' own policies `specs` (pass the guard's
-    `config` and `tool_specs`; the defaults when None); the reminders are the ones in the
+    The runs are recounted with `config` and the tools' own policies (pass the guard's
+    `config` and `tool_policies`; the defaults when None); the reminders are the ones in the
     conversation, each matched to the latest call before it with its tool and count.
     """
     found = [
-        Step(number, call.tool, count)
-        for number, (call, count, _) in enumerate(
-            replay(messages, config or ReminderConfig(), specs), 1
-        )
+        Step(number, item.call.tool, None if item.trace is None else item.trace.streak)
+        for number, item in enumerate(replay(messages, config or ReminderConfig(), policies), 1)
     ]
     made = 0  # calls made before the message at hand
     for message in messages:
         if isinstance(message, AIMessage):
-            made += len(message.tool_calls) + len(message.invalid_tool_calls)
+            made += _calls_made(message)
         elif is_reminder(message):
             tag = message.additional_kwargs[SOURCE]
             for index in range(min(made, len(found)) - 1, -1, -1):
                 step = found[index]
-                if (step.tool, step.count) == (tag["tool"], tag["count"]):
+                if step.tool == tag["tool"] and step.count is not None:
                     found[index] = Step(step.number, step.tool, step.count, tag["level"])
                     break
     return found
 
 
+def _calls_made(message: AIMessage) -> int:
+    named = sum(isinstance(call.get("name"), str) for call in message.invalid_tool_calls)
+    return len(message.tool_calls) + named
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the guard counted in a conversation.
+
+    Attributes:
+        calls: Tool calls the model made (calls whose arguments could not be parsed included).
+        reminders: Reminders in the conversation.
+        gentle: Of those, how many were gentle.
+        detailed: Of those, how many were detailed.
+        longest: The longest run of identical tracked calls, as `(tool, length)`, if any.
+
+    """
+
+    calls: int
+    reminders: int
+    gentle: int
+    detailed: int
+    longest: tuple[str, int] | None
+
+    def __str__(self) -> str:
+        longest = f"{self.longest[0]} \u00d7 {self.longest[1]}" if self.longest else "none"
+        return (
+            f"{self.calls} tool calls · {self.reminders} reminders "
+            f"({self.gentle} gentle, {self.detailed} detailed) · longest streak: {longest}"
+        )
+
+
 def summarize(
     messages: Sequence[BaseMessage],
     config: ReminderConfig | None = None,
-    specs: Mapping[str, ToolSpec] | None = None,
+    policies: Mapping[str, ToolPolicy] | None = None,
 ) -> Summary:
     """Calls, reminders and the longest streak of a conversation.
 
-    Streaks are recounted with `config` and the tools' own policies `specs`: pass the guard's
-    (`guard.config`, `guard.tool_specs`) when it excludes tools or changes the rules; the
+    Streaks are recounted with `config` and the tools' own policies: pass the guard's
+    (`guard.config`, `guard.tool_policies`) when it excludes tools or changes the rules; the
     defaults are used when None.
 
     Example:
@@ -171,15 +186,13 @@ def summarize(
         1 tool calls · 0 reminders (0 gentle, 0 detailed) · longest streak: none
 
     """
-    config = config or ReminderConfig()
     levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
     longest: tuple[str, int] | None = None
-    for call, count, _ in replay(messages, config, specs):
-        if count is not None and (longest is None or count > longest[1]):
-            longest = (call.tool, count)
-    calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+    for item in replay(messages, config or ReminderConfig(), policies):
+        if item.trace is not None and (longest is None or item.trace.streak > longest[1]):
+            longest = (item.call.tool, item.trace.streak)
     return Summary(
-        calls=calls,
+        calls=sum(_calls_made(m) for m in messages if isinstance(m, AIMessage)),
         reminders=len(levels),
         gentle=levels.count("gentle"),
         detailed=levels.count("detailed"),
@@ -191,15 +204,19 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
     """One row per message: who spoke and what, tool calls shown with their arguments."""
     rows = []
     for number, message in enumerate(messages, start=1):
-        if is_reminder(message):
-            tag = message.additional_kwargs[SOURCE]
+        tag = tag_of(message)
+        if is_reminder(message) and tag is not None:
             text = _text(message.content).strip().removeprefix("<system-reminder>")
             text = text.removesuffix("</system-reminder>").strip()
-            rows.append(Row(number, "reminder", text, tag["level"], tag["summary"]))
+            rows.append(Row(number, "reminder", text, str(tag["level"]), str(tag["summary"])))
         elif isinstance(message, AIMessage):
             calls = [_call_text(c["name"], c["args"]) for c in message.tool_calls]
             said = _text(message.content)
-            rows.append(Row(number, "assistant", " ".join(filter(None, [said, *calls]))))
+            level = str(tag["level"]) if tag is not None else None
+            summary = str(tag["summary"]) if tag is not None else None
+            rows.append(
+                Row(number, "assistant", " ".join(filter(None, [said, *calls])), level, summary)
+            )
         elif isinstance(message, ToolMessage):
             rows.append(Row(number, "tool", f"{message.name or 'tool'} → {_text(message.content)}"))
         elif isinstance(message, HumanMessage):
@@ -210,7 +227,9 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
 
 
 def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
-    """The conversation as text, one message per line, reminders marked.
+    """The conversation as text, one message per line, cut to `width`.
+
+    The guard's messages are shown in full, line by line, as the model reads them.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -222,10 +241,12 @@ def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
     """
     lines = []
     for row in transcript_rows(messages):
-        text = " ".join(row.text.split())
-        text = f"[{row.level} · {row.summary}] {text}" if row.role == "reminder" else text
-        role = "REMINDER" if row.role == "reminder" else row.role
-        line = f"{row.number:>3}  {role:<10} {text}"
+        if row.level is not None:
+            role = "REMINDER" if row.role == "reminder" else "GUARD"
+            lines.append(f"{row.number:>3}  {role:<10} [{row.level} · {row.summary}]")
+            lines.extend(f"{'':>16}{line}" for line in row.text.splitlines())
+            continue
+        line = f"{row.number:>3}  {row.role:<10} {' '.join(row.text.split())}"
         lines.append(line if len(line) <= width else line[: width - 1] + "…")
     return "\n".join(lines)
 

@@ -20,9 +20,9 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from .callbacks import RepeatToolReminderCallbackHandler
-from .graph import RepeatToolReminderNode
-from .reminder import SOURCE, is_reminder
+from ..callbacks import RepeatToolReminderCallbackHandler
+from ..graph import RepeatToolReminderNode
+from ..reminder import SOURCE, is_reminder
 
 __all__ = ["QUESTION", "PollingModel", "build_agent", "run_demo"]
 

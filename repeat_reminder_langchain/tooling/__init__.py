@@ -1,0 +1,5 @@
+"""The tooling users run rather than import into an agent: the demo, the audit of saved
+conversations, transcripts and timeline plots, and the command line.
+
+Nothing in the guard itself imports from here.
+"""

@@ -1,0 +1,152 @@
+"""Shared fixtures: the three faces of the guard on one agent, threads, and the checks every
+agent test makes.
+
+`guarded(model, **fields)` builds the same agent three ways — the handler and its node in a
+custom graph, the state-kept node in a custom graph, and `create_agent` with the middleware —
+so that a rule is tested once and holds for every face.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from repeat_reminder_langchain import (
+    ReminderConfig,
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+    RepeatToolReminderState,
+    prepare_messages,
+)
+from repeat_reminder_langchain.stats import Stats
+
+from .helpers import assert_adjacent, other, probe
+
+FACES = ("handler", "state", "middleware")
+_threads = itertools.count(1)
+
+
+@dataclass
+class Guarded:
+    """One agent guarded by one face, and how to run it.
+
+    Attributes:
+        face: `"handler"`, `"state"` or `"middleware"`.
+        graph: The compiled agent.
+        stats: The guard's running totals.
+        config: The guard's configuration.
+        handler: The handler to pass in the callbacks (handler face only).
+    """
+
+    face: str
+    graph: Any
+    stats: Stats
+    config: ReminderConfig
+    handler: RepeatToolReminderCallbackHandler | None = None
+    guard: Any = None
+    runs: list[list[BaseMessage]] = field(default_factory=list)
+
+    def run_config(self, thread: str | None = None, **extra: Any) -> RunnableConfig:
+        config: dict[str, Any] = {"recursion_limit": 200, **extra}
+        if self.handler is not None:
+            config["callbacks"] = [self.handler, *config.get("callbacks", [])]
+        if thread is not None:
+            config["configurable"] = {"thread_id": thread, **config.get("configurable", {})}
+        return config  # type: ignore[return-value]
+
+    def invoke(self, inputs: Any, thread: str | None = None, **extra: Any) -> list[BaseMessage]:
+        """Run to the end; the final conversation, checked for call/result adjacency."""
+        result = self.graph.invoke(inputs, self.run_config(thread, **extra))
+        return self._checked(result)
+
+    async def ainvoke(
+        self, inputs: Any, thread: str | None = None, **extra: Any
+    ) -> list[BaseMessage]:
+        result = await self.graph.ainvoke(inputs, self.run_config(thread, **extra))
+        return self._checked(result)
+
+    def state(self, thread: str) -> dict[str, Any]:
+        values: dict[str, Any] = self.graph.get_state(
+            {"configurable": {"thread_id": thread}}
+        ).values
+        return values
+
+    def _checked(self, result: Any) -> list[BaseMessage]:
+        messages = list(result["messages"])
+        assert_adjacent(messages)
+        self.runs.append(messages)
+        return messages
+
+
+def build(
+    face: str,
+    model: Any,
+    tools: Sequence[Any] = (probe, other),
+    *,
+    checkpointer: Any = None,
+    middleware: Sequence[Any] = (),
+    **fields: Any,
+) -> Guarded:
+    """The agent of the README, guarded by `face`, with the guard built from `fields`."""
+    if face == "middleware":
+        guard = RepeatToolReminderMiddleware(**fields)
+        graph = create_agent(
+            model, tools=list(tools), middleware=[*middleware, guard], checkpointer=checkpointer
+        )
+        return Guarded(face, graph, guard.stats, guard.config, guard=guard)
+    handler = RepeatToolReminderCallbackHandler(**fields) if face == "handler" else None
+    node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**fields)
+
+    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke(prepare_messages(state["messages"], model))]}
+
+    async def aagent(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await model.ainvoke(prepare_messages(state["messages"], model))]}
+
+    if face == "state":
+        builder = StateGraph(
+            RepeatToolReminderState, input_schema=MessagesState, output_schema=MessagesState
+        )
+    else:
+        builder = StateGraph(MessagesState)
+    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    graph = builder.compile(checkpointer=checkpointer)
+    return Guarded(face, graph, node.stats, node.config, handler=handler, guard=node)
+
+
+@pytest.fixture(params=FACES)
+def face(request: pytest.FixtureRequest) -> str:
+    """Each face of the guard in turn."""
+    return str(request.param)
+
+
+@pytest.fixture
+def guarded(face: str) -> Callable[..., Guarded]:
+    """Build an agent guarded by the face under test: `guarded(model, **fields)`."""
+
+    def make(model: Any, tools: Sequence[Any] = (probe, other), **kwargs: Any) -> Guarded:
+        return build(face, model, tools, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def thread() -> str:
+    """A thread id of its own for the test."""
+    return f"thread-{next(_threads)}"

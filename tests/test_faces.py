@@ -1,0 +1,162 @@
+"""The rules every face keeps alike: handler and node, state-kept node, middleware."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from repeat_reminder_langchain import is_reminder
+
+from .conftest import Guarded, build
+from .helpers import LoopModel, ask, call, reminders, repeat, scripted, turn
+
+SAME = {"q": "same"}
+Make = Callable[..., Guarded]
+
+
+def test_thresholds_draw_reminders_right_after_the_results(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 9)))
+    messages = agent.invoke(ask())
+
+    assert reminders(messages) == [
+        ("gentle", "probe", 3),
+        ("detailed", "probe", 5),
+        ("detailed", "probe", 8),
+    ]
+    for index, message in enumerate(messages):
+        if is_reminder(message):
+            assert isinstance(messages[index - 1], ToolMessage)
+            assert isinstance(messages[index + 1], AIMessage)
+
+
+def test_a_new_user_message_on_the_thread_resets_the_count(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver())
+
+    first = agent.invoke(ask("loop 3"), thread)
+    second = agent.invoke(ask("loop 5"), thread)
+
+    assert reminders(first) == [("gentle", "probe", 3)]
+    assert reminders(second[len(first) :]) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+
+
+def test_a_user_message_sent_between_turns_resets_the_count(guarded: Make, thread: str) -> None:
+    # The user steers while the agent loops: the run pauses before its third model call, a
+    # user message is added, and the loop goes on. Counting starts over there.
+    agent = guarded(scripted(repeat("probe", SAME, 5)), checkpointer=InMemorySaver())
+    pause = ["model" if agent.face == "middleware" else "agent"]
+    config = agent.run_config(thread)
+    agent.graph.invoke(ask(), config, interrupt_before=pause)
+    for model_calls in range(1, 7):
+        if model_calls == 3:
+            agent.graph.update_state(config, {"messages": [HumanMessage("check the cache")]})
+        agent.graph.invoke(None, config, interrupt_before=pause)
+    messages = agent.state(thread)["messages"]
+
+    said = [m.content for m in messages if isinstance(m, HumanMessage) and not is_reminder(m)]
+    assert said == ["go", "check the cache"]
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert is_reminder(messages[-2])  # after the fifth call: the third since the user spoke
+
+
+def test_identical_parallel_calls_sharing_one_id_each_count(guarded: Make) -> None:
+    shared = turn(*(call("probe", SAME, "call_0") for _ in range(3)))
+    messages = guarded(scripted([shared])).invoke(ask())
+
+    assert [type(m).__name__ for m in messages[1:5]] == [
+        "AIMessage", "ToolMessage", "ToolMessage", "ToolMessage",
+    ]  # fmt: skip
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert is_reminder(messages[5])
+
+
+def test_events_reach_the_custom_stream_that_server_clients_watch(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 5)))
+    chunks = list(agent.graph.stream(ask(), agent.run_config(), stream_mode="custom"))
+
+    events = [chunk["repeat_tool_reminder"] for chunk in chunks]
+    assert [(e["count"], e["level"], e["delivered"]) for e in events] == [
+        (3, "gentle", True),
+        (5, "detailed", True),
+    ]
+    assert all(e["detector"] == "repeat" and e["tool"] == "probe" for e in events)
+
+
+async def test_events_reach_the_custom_stream_of_async_runs_too(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 3)))
+    chunks = [c async for c in agent.graph.astream(ask(), agent.run_config(), stream_mode="custom")]
+
+    assert [chunk["repeat_tool_reminder"]["count"] for chunk in chunks] == [3]
+
+
+def test_a_model_that_answers_after_a_reminder_has_recovered(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver())
+    agent.invoke(ask("loop 3"), thread)  # a reminder at 3, then the model answers
+
+    if agent.face == "state":
+        # The state-kept node runs only after tools: it sees the answer when the thread
+        # goes on.
+        assert agent.stats.snapshot()["followed"] == 0
+        agent.invoke(ask("thanks; loop 1"), thread)
+    stats = agent.stats.snapshot()
+    assert (stats["followed"], stats["recovered"], stats["recovery_rate"]) == (1, 1, 1.0)
+    assert stats["reminders"] == {"probe": {"gentle": 1}}
+    assert stats["undelivered"] == {}
+
+
+def test_a_model_that_repeats_after_a_reminder_has_not_recovered(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 4)))
+    agent.invoke(ask())
+
+    stats = agent.stats.snapshot()
+    assert (stats["followed"], stats["recovered"]) == (1, 0)
+
+
+def test_observe_mode_reports_what_it_would_send_and_sends_nothing(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 5)), mode="observe")
+    chunks = list(agent.graph.stream(ask(), agent.run_config(), stream_mode=["custom", "values"]))
+
+    messages = [data for kind, data in chunks if kind == "values"][-1]["messages"]
+    events = [data["repeat_tool_reminder"] for kind, data in chunks if kind == "custom"]
+    assert reminders(messages) == []
+    assert [(e["count"], e["delivered"], e["mode"]) for e in events] == [
+        (3, False, "observe"),
+        (5, False, "observe"),
+    ]
+    stats = agent.stats.snapshot()
+    assert stats["reminders"] == {}
+    assert stats["undelivered"] == {"probe": {"detailed": 1, "gentle": 1}}
+    assert stats["followed"] == 0  # nothing the model saw is followed up
+
+
+def test_the_count_continues_across_runs_of_one_thread(guarded: Make, thread: str) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 5)), checkpointer=InMemorySaver())
+    config = agent.run_config(thread)
+    agent.graph.invoke(ask(), config, interrupt_before=["tools"])
+    for _ in range(5):
+        agent.graph.invoke(None, config, interrupt_before=["tools"])
+    messages = agent.state(thread)["messages"]
+
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+
+
+def _count_field(agent: Guarded, state: dict[str, Any]) -> Any:
+    field = state.get("repeat_tool_reminder")
+    if agent.face == "middleware" and field is not None:
+        return field[agent.guard.name]["count"]
+    return None if field is None else field["count"]
+
+
+@pytest.mark.parametrize("face", ["state", "middleware"])
+def test_state_faces_keep_their_counts_out_of_input_and_output(face: str, thread: str) -> None:
+    agent = build(face, scripted(repeat("probe", SAME, 2)), checkpointer=InMemorySaver())
+    forged = {"messages": [HumanMessage("go")], "repeat_tool_reminder": {"count": 99}}
+    result = agent.graph.invoke(forged, agent.run_config(thread))
+
+    assert "repeat_tool_reminder" not in result
+    assert "repeat_tool_reminder" not in agent.graph.get_input_jsonschema()["properties"]
+    assert "repeat_tool_reminder" not in agent.graph.get_output_jsonschema()["properties"]
+    assert _count_field(agent, agent.state(thread)) == 2  # the forged 99 was not taken
