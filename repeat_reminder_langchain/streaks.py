@@ -455,10 +455,16 @@ class _Counting:
         limit = config.escalate_after
         if limit is None:
             return None
+        blocking = config.exit_behavior == "block"
         for detector, count in counts.items():
-            # A blocked call is stopped before it runs, when only the repeat count is known:
-            # a stale or failure count depends on a result, so those detectors keep reminding.
-            if count >= limit and (detector == "repeat" or config.exit_behavior != "block"):
+            # A run that is stopped stops at the limit; a blocked call is refused at the limit
+            # and after. It is refused before it runs, when only the repeat count is known: a
+            # stale or failure count depends on a result, so those detectors keep reminding.
+            if blocking:
+                due = detector == "repeat" and count >= limit
+            else:
+                due = count == limit
+            if due:
                 arguments = preview(text, config.arguments_preview_chars)
                 return Escalation(
                     call.tool, count, detector, arguments, config.exit_behavior, key, position

@@ -57,7 +57,7 @@ class Guarded:
     runs: list[list[BaseMessage]] = field(default_factory=list)
 
     def run_config(self, thread: str | None = None, **extra: Any) -> RunnableConfig:
-        config: dict[str, Any] = {"recursion_limit": 200, **extra}
+        config: dict[str, Any] = {"recursion_limit": 1000, **extra}
         if self.handler is not None:
             config["callbacks"] = [self.handler, *config.get("callbacks", [])]
         if thread is not None:

@@ -1,0 +1,271 @@
+"""The detectors beyond consecutive repeats, `stale` and `same_error`, through every face."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.tools import ToolException, tool
+from langgraph.checkpoint.memory import InMemorySaver
+
+from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, is_reminder
+
+from .conftest import Guarded, build
+from .helpers import ask, call, other, probe, scripted, turn
+
+Make = Callable[..., Guarded]
+A = {"q": "a"}
+
+
+def tags(messages: list[Any]) -> list[tuple[str, str, str, int]]:
+    """`(detector, level, tool, count)` of every reminder, in order."""
+    return [
+        (t["detector"], t["level"], t["tool"], t["count"])
+        for t in (m.additional_kwargs["repeat_tool_reminder"] for m in messages if is_reminder(m))
+    ]
+
+
+def texts(messages: list[Any]) -> list[str]:
+    return [str(m.content) for m in messages if is_reminder(m)]
+
+
+@tool
+def book(amount: int) -> str:
+    """Book the trip."""
+    raise ToolException("payment amount does not add up")
+
+
+book.handle_tool_error = True  # a ToolException becomes an error result, as agents see it
+
+
+@tool
+def shell(command: str) -> str:
+    """Run a shell command."""
+    if command.startswith("pylint"):
+        return "Error: pylint: No module named 'astroid'"
+    return f"ran {command}"
+
+
+@tool
+def think(thought: str) -> str:
+    """Think."""
+    return "ok"
+
+
+def _interleaved(times: int) -> list[Any]:
+    """`probe(a)` `times` times, each with another call in between."""
+    script = []
+    for n in range(times):
+        script.append(turn(call("probe", A)))
+        script.append(turn(call("other", {"q": n})))
+    return script[:-1]
+
+
+# -- stale ------------------------------------------------------------------------------------
+
+
+def test_stale_reminds_when_a_call_keeps_returning_the_same_result(guarded: Make) -> None:
+    agent = guarded(scripted(_interleaved(4)), detect=["repeat", "stale"])
+    messages = agent.invoke(ask())
+
+    assert tags(messages) == [("stale", "gentle", "probe", 3)]
+    assert "returned exactly the same result 3 times" in texts(messages)[0]
+
+
+def test_stale_is_off_by_default(guarded: Make) -> None:
+    assert tags(guarded(scripted(_interleaved(4))).invoke(ask())) == []
+
+
+def test_a_different_result_starts_the_stale_count_over(guarded: Make) -> None:
+    readings = itertools.count()
+
+    @tool
+    def gauge(q: str) -> str:
+        """Read the gauge."""
+        return "7" if next(readings) != 2 else "8"
+
+    script = []
+    for n in range(5):
+        script += [turn(call("gauge", A)), turn(call("other", {"q": n}))]
+    agent = guarded(scripted(script), tools=[gauge, other], detect=["stale"])
+
+    # Results 7, 7, 8, 7, 7: the third differs, so the fourth and fifth count 1 and 2.
+    assert tags(agent.invoke(ask())) == []
+
+
+def test_stale_detailed_reminders_cite_the_evidence(guarded: Make) -> None:
+    agent = guarded(scripted(_interleaved(4)), detect=["stale"], stale_thresholds=[2, 4])
+    messages = agent.invoke(ask())
+
+    assert tags(messages) == [("stale", "gentle", "probe", 2), ("stale", "detailed", "probe", 4)]
+    detailed = texts(messages)[1]
+    assert "- tool: probe" in detailed
+    assert "- identical_results: 4" in detailed
+    assert '- arguments: {"q":"a"}' in detailed
+
+
+def test_consecutive_identical_calls_draw_one_reminder_repeat_first(guarded: Make) -> None:
+    script = [turn(call("probe", A)) for _ in range(3)]
+    agent = guarded(scripted(script), detect=["repeat", "stale", "same_error"])
+
+    assert tags(agent.invoke(ask())) == [("repeat", "gentle", "probe", 3)]
+
+
+def test_a_new_user_message_starts_stale_counts_over(guarded: Make, thread: str) -> None:
+    agent = guarded(
+        scripted([*_interleaved(2), AIMessage("that is all for now"), turn(call("probe", A))]),
+        detect=["stale"],
+        checkpointer=InMemorySaver(),
+    )
+    first = agent.invoke(ask(), thread)
+    second = agent.invoke(ask("again"), thread)
+
+    assert tags(first) == [] and tags(second) == []  # 2 before the user spoke, 1 after
+
+
+# -- same_error -------------------------------------------------------------------------------
+
+
+def test_same_error_reminds_when_varied_calls_fail_alike(guarded: Make) -> None:
+    script = [turn(call("book", {"amount": n})) for n in (100, 105, 110)]
+    agent = guarded(scripted(script), tools=[book], detect=["repeat", "same_error"])
+    messages = agent.invoke(ask())
+
+    assert tags(messages) == [("same_error", "gentle", "book", 3)]
+    assert "with 3 different argument sets" in texts(messages)[0]
+
+
+def test_same_error_detailed_reminders_quote_the_error(guarded: Make) -> None:
+    script = [turn(call("book", {"amount": n})) for n in range(5)]
+    agent = guarded(
+        scripted(script), tools=[book], detect=["same_error"], same_error_thresholds=[2, 5]
+    )
+    detailed = texts(agent.invoke(ask()))[1]
+
+    assert "- consecutive_failures: 5" in detailed
+    assert "- argument_sets: 5" in detailed
+    assert "- error: payment amount does not add up" in detailed
+
+
+def test_error_pattern_counts_errors_that_tools_return(guarded: Make) -> None:
+    script = [turn(call("shell", {"command": f"pylint --disable={n} x.py"})) for n in range(3)]
+    plain = guarded(scripted(script), tools=[shell], detect=["same_error"])
+    patterned = guarded(
+        scripted(script), tools=[shell], detect=["same_error"], error_pattern=r"^Error:"
+    )
+
+    assert tags(plain.invoke(ask())) == []  # a returned "Error: ..." is a success by status
+    assert tags(patterned.invoke(ask())) == [("same_error", "gentle", "shell", 3)]
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        {"name": "shell", "args": {"command": "ls"}},  # a success of the same tool
+        {"name": "probe", "args": A},  # another tool
+    ],
+)
+def test_anything_but_the_same_failure_ends_a_failure_run(
+    guarded: Make, between: dict[str, Any]
+) -> None:
+    fail = [turn(call("shell", {"command": f"pylint -{n}"})) for n in range(4)]
+    script = [*fail[:2], turn(call(between["name"], between["args"])), *fail[2:]]
+    agent = guarded(
+        scripted(script), tools=[shell, probe], detect=["same_error"], error_pattern="^Error:"
+    )
+
+    assert tags(agent.invoke(ask())) == []
+
+
+def test_a_different_error_text_ends_a_failure_run(guarded: Make) -> None:
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise ToolException("timeout" if url.endswith("2") else "connection refused")
+
+    fetch.handle_tool_error = True
+
+    script = [turn(call("fetch", {"url": f"http://h/{n}"})) for n in (0, 1, 2, 3, 4)]
+    agent = guarded(scripted(script), tools=[fetch], detect=["same_error"])
+
+    assert tags(agent.invoke(ask())) == []  # refused twice, timeout, refused twice
+
+
+def test_untracked_calls_are_transparent_to_every_detector(guarded: Make) -> None:
+    script = []
+    for n in range(3):
+        script += [turn(call("book", {"amount": n})), turn(call("think", {"thought": str(n)}))]
+    agent = guarded(
+        scripted(script[:-1]),
+        tools=[book, think],
+        detect=["same_error"],
+        exclude=list(BOOKKEEPING_TOOLS),
+    )
+
+    assert tags(agent.invoke(ask())) == [("same_error", "gentle", "book", 3)]
+
+
+# -- what every detector shares ---------------------------------------------------------------
+
+
+def test_reminders_say_which_detector_fired_in_events_and_stats(guarded: Make) -> None:
+    agent = guarded(scripted(_interleaved(3)), detect=["stale"])
+    chunks = list(agent.graph.stream(ask(), agent.run_config(), stream_mode="custom"))
+
+    assert [c["repeat_tool_reminder"]["detector"] for c in chunks] == ["stale"]
+    assert agent.stats.snapshot()["detectors"] == {"stale": {"delivered": 1, "undelivered": 0}}
+
+
+@pytest.mark.parametrize("face", ["state", "middleware"])
+def test_the_state_kept_stays_small_with_every_detector_on(face: str, thread: str) -> None:
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        return "x" * 100_000
+
+    script = [
+        turn(call("read", {"path": f"file-{n}.txt", "pad": "p" * 10_000})) for n in range(100)
+    ]
+    agent = build(
+        face,
+        scripted(script),
+        tools=[read],
+        checkpointer=InMemorySaver(),
+        detect=["repeat", "stale", "same_error"],
+        error_pattern="never",
+    )
+    agent.invoke(ask(), thread)
+
+    stored = agent.state(thread)["repeat_tool_reminder"]
+    assert len(json.dumps(stored)) <= 4096
+    mine = stored[agent.guard.name] if face == "middleware" else stored
+    assert len(mine["seen"]) == 64
+
+
+def test_detector_settings_fail_loud() -> None:
+    with pytest.raises(ConfigError, match="detect: unknown detector 'stal'; did you mean 'stale'"):
+        ReminderConfig(detect=["stal"])
+    with pytest.raises(ConfigError, match="detect: must be a non-empty list"):
+        ReminderConfig(detect="stale")
+    with pytest.raises(ConfigError, match="stale_thresholds: invalid threshold 1"):
+        ReminderConfig(stale_thresholds=[1])
+    with pytest.raises(ConfigError, match="same_error_thresholds must not be empty"):
+        ReminderConfig(same_error_thresholds=[])
+    with pytest.raises(ConfigError, match="error_pattern: invalid regular expression"):
+        ReminderConfig(error_pattern="(")
+
+
+def test_stored_reminders_of_every_detector_are_reminders() -> None:
+    # A stored SystemMessage of any detector is recognised (and rendered for providers).
+    message = SystemMessage(
+        "x",
+        additional_kwargs={
+            "lc_source": "repeat_tool_reminder",
+            "repeat_tool_reminder": {"detector": "stale", "level": "gentle"},
+        },
+    )
+    assert is_reminder(message)

@@ -1,0 +1,324 @@
+"""Opt-in escalation: a model that ignores every reminder, stopped as `exit_behavior` says."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from repeat_reminder_langchain import (
+    ConfigError,
+    ReminderConfig,
+    RepeatToolLoopError,
+    RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+)
+
+from .conftest import Guarded, build
+from .helpers import LoopModel, ask, assert_adjacent, call, reminders, scripted, turn
+
+Make = Callable[..., Guarded]
+LIMIT: dict[str, Any] = {"thresholds": [3, 5], "escalate_after": 6}
+
+
+def ended(messages: list[Any]) -> dict[str, Any] | None:
+    """The tag of the guard's final message, if the run ended with one."""
+    last = messages[-1]
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        tag = last.additional_kwargs.get("repeat_tool_reminder")
+        return tag if isinstance(tag, dict) else None
+    return None
+
+
+def tool_calls(messages: list[Any]) -> int:
+    return sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+
+
+def escalations(agent: Guarded, thread: str) -> int:
+    field = agent.state(thread).get("repeat_tool_reminder", {})
+    mine = field.get(agent.guard.name, {}) if agent.face == "middleware" else field
+    return int(mine.get("escalations", 0))
+
+
+# -- end --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_checkpointer", [False, True])
+def test_end_stops_the_run_with_a_final_message(
+    guarded: Make, with_checkpointer: bool, thread: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    saver = InMemorySaver() if with_checkpointer else None
+    agent = guarded(LoopModel(), checkpointer=saver, exit_behavior="end", **LIMIT)
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        messages = agent.invoke(ask("loop 50"), thread if saver else None)
+
+    assert tool_calls(messages) == 6
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+    assert ended(messages) == {
+        "kind": "plugin",
+        "plugin": "repeat-tool-reminder",
+        "form": "notice",
+        "summary": "probe × 6",
+        "tool": "probe",
+        "count": 6,
+        "level": "escalated",
+        "detector": "repeat",
+    }
+    assert "looping on `probe`" in str(messages[-1].content)
+    assert isinstance(messages[-2], ToolMessage)  # every call has its result first
+    assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
+    assert ["repeat tool loop stopped (end)" in r.getMessage() for r in caplog.records] == [True]
+    if saver is not None and agent.face != "handler":
+        assert escalations(agent, thread) == 1
+
+
+async def test_end_stops_async_runs_too(guarded: Make) -> None:
+    agent = guarded(LoopModel(), exit_behavior="end", **LIMIT)
+    messages = await agent.ainvoke(ask("loop 50"))
+
+    assert tool_calls(messages) == 6
+    assert ended(messages) is not None
+
+
+def test_the_thread_goes_on_after_an_end_with_counts_started_over(
+    guarded: Make, thread: str
+) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="end", **LIMIT)
+    first = agent.invoke(ask("loop 50"), thread)
+    second = agent.invoke(ask("try once more: loop 3"), thread)[len(first) :]
+
+    assert reminders(second) == [("gentle", "probe", 3)]
+    assert ended(second) is None
+
+
+def test_the_escalation_event_says_what_was_stopped(guarded: Make) -> None:
+    agent = guarded(LoopModel(), exit_behavior="end", **LIMIT)
+    chunks = list(agent.graph.stream(ask("loop 50"), agent.run_config(), stream_mode="custom"))
+
+    events = [c["repeat_tool_escalation"] for c in chunks if "repeat_tool_escalation" in c]
+    assert len(events) == 1
+    assert {k: events[0][k] for k in ("tool", "count", "detector", "behavior", "acted")} == {
+        "tool": "probe",
+        "count": 6,
+        "detector": "repeat",
+        "behavior": "end",
+        "acted": True,
+    }
+
+
+def test_parallel_calls_in_the_escalating_turn_all_keep_their_results(guarded: Make) -> None:
+    script = [turn(call("probe", {"q": "same"}), call("other", {"q": n})) for n in range(4)]
+    script += [turn(call("probe", {"q": "same"}), call("probe", {"q": "same"}))]
+    # probe and other alternate, so repeat never counts past 1 until the last turn's pair.
+    agent = guarded(scripted(script), exclude=["other"], exit_behavior="end", **LIMIT)
+    messages = agent.invoke(ask())
+
+    assert_adjacent(messages)
+    assert ended(messages) is not None and ended(messages)["count"] == 6  # type: ignore[index]
+
+
+# -- error ------------------------------------------------------------------------------------
+
+
+def test_error_raises_with_what_was_stopped_and_a_complete_checkpoint(
+    guarded: Make, thread: str
+) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="error", **LIMIT)
+    with pytest.raises(RepeatToolLoopError) as raised:
+        agent.invoke(ask("loop 50"), thread)
+
+    error = raised.value
+    assert (error.tool, error.count, error.detector, error.thread_id) == (
+        "probe",
+        6,
+        "repeat",
+        thread,
+    )
+    assert error.arguments == '{"q":"same"}'
+    messages = agent.state(thread)["messages"]
+    assert_adjacent(messages)
+    assert isinstance(messages[-1], ToolMessage) and tool_calls(messages) == 6
+
+
+def test_after_an_error_the_same_step_raises_again_and_a_user_message_goes_on(
+    guarded: Make, thread: str
+) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="error", **LIMIT)
+    with pytest.raises(RepeatToolLoopError):
+        agent.invoke(ask("loop 50"), thread)
+    with pytest.raises(RepeatToolLoopError):
+        agent.invoke(None, thread)  # resuming the failed step meets the same loop
+
+    messages = agent.invoke(ask("stop repeating; loop 2"), thread)
+    assert messages[-1].content == "done after 2 calls"
+
+
+async def test_error_raises_in_async_runs(guarded: Make) -> None:
+    agent = guarded(LoopModel(), exit_behavior="error", **LIMIT)
+    with pytest.raises(RepeatToolLoopError):
+        await agent.ainvoke(ask("loop 50"))
+
+
+# -- interrupt --------------------------------------------------------------------------------
+
+
+def _interrupted(agent: Guarded, thread: str) -> Any:
+    result = agent.graph.invoke(ask("loop 9"), agent.run_config(thread))
+    (pending,) = result["__interrupt__"]
+    return pending.value
+
+
+def test_interrupt_asks_a_human_with_what_was_seen(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    request = _interrupted(agent, thread)
+
+    assert request["kind"] == "repeat_tool_escalation"
+    assert (request["tool"], request["count"], request["detector"]) == ("probe", 6, "repeat")
+    assert request["arguments"] == '{"q":"same"}'
+    assert request["choices"][:2] == ["continue", "end"]
+    assert_adjacent(agent.state(thread)["messages"])
+
+
+def test_continue_starts_the_counts_over_and_goes_on(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    _interrupted(agent, thread)
+    result = agent.graph.invoke(Command(resume="continue"), agent.run_config(thread))
+    messages = result["messages"]
+
+    assert_adjacent(messages)
+    assert messages[-1].content == "done after 9 calls"
+    # Reminders at 3 and 5, then the count starts over at the seventh call: 1, 2, 3.
+    assert reminders(messages) == [
+        ("gentle", "probe", 3),
+        ("detailed", "probe", 5),
+        ("gentle", "probe", 3),
+    ]
+    stats = agent.stats.snapshot()
+    assert stats["escalations"] == {"probe": {"repeat": 1}}  # reported once, not on resume
+    assert stats["calls"] == 9
+
+
+def test_end_as_an_answer_ends_the_run(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    _interrupted(agent, thread)
+    messages = agent.graph.invoke(Command(resume="end"), agent.run_config(thread))["messages"]
+
+    assert_adjacent(messages)
+    assert tool_calls(messages) == 6
+    assert ended(messages) is not None
+
+
+def test_any_other_answer_reaches_the_agent_as_a_user_message(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    _interrupted(agent, thread)
+    note = "The job is stuck; read its log instead."
+    messages = agent.graph.invoke(Command(resume=note), agent.run_config(thread))["messages"]
+
+    assert_adjacent(messages)
+    said = [m for m in messages if isinstance(m, HumanMessage) and m.content == note]
+    assert len(said) == 1
+    assert messages[-1].content == "done after 0 calls"  # the model read the note and answered
+
+
+def test_interrupt_without_a_checkpointer_stops_with_the_question(guarded: Make) -> None:
+    agent = guarded(LoopModel(), exit_behavior="interrupt", **LIMIT)
+    result = agent.graph.invoke(ask("loop 9"), agent.run_config())
+
+    assert result["__interrupt__"][0].value["count"] == 6
+    assert_adjacent(result["messages"])
+
+
+async def test_interrupt_and_resume_in_async_runs(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    config = agent.run_config(thread)
+    first = await agent.graph.ainvoke(ask("loop 9"), config)
+    assert first["__interrupt__"]
+    result = await agent.graph.ainvoke(Command(resume="end"), config)
+
+    assert ended(result["messages"]) is not None
+
+
+# -- block ------------------------------------------------------------------------------------
+
+
+def _counted_probe() -> tuple[Any, list[str]]:
+    ran: list[str] = []
+
+    @tool
+    def probe(q: str = "") -> str:
+        """Look something up."""
+        ran.append(q)
+        return f"probed {q}"
+
+    return probe, ran
+
+
+def test_block_refuses_the_repeated_call_and_lets_the_others_run() -> None:
+    probe, ran = _counted_probe()
+    script = [turn(call("probe", {"q": "same"})) for _ in range(5)]
+    script += [turn(call("probe", {"q": "same"}), call("probe", {"q": "other"}))]
+    script += [turn(call("probe", {"q": "same"}))]
+    agent = build("middleware", scripted(script), tools=[probe], exit_behavior="block", **LIMIT)
+    messages = agent.invoke(ask())
+
+    assert ran == ["same"] * 5 + ["other", "same"]  # the sixth identical call did not run
+    blocked = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
+    assert len(blocked) == 1
+    assert "Not run: `probe` was called 6 times in a row" in str(blocked[0].content)
+    assert messages[-1].content == "done"  # the model decided; the run was not ended
+
+
+async def test_block_in_async_runs() -> None:
+    probe, ran = _counted_probe()
+    script = [turn(call("probe", {"q": "same"})) for _ in range(7)]
+    agent = build("middleware", scripted(script), tools=[probe], exit_behavior="block", **LIMIT)
+    messages = await agent.ainvoke(ask())
+
+    assert ran == ["same"] * 5
+    assert sum(isinstance(m, ToolMessage) and m.status == "error" for m in messages) == 2
+
+
+def test_block_needs_the_middleware() -> None:
+    with pytest.raises(TypeError, match="needs RepeatToolReminderMiddleware"):
+        RepeatToolReminderNode(exit_behavior="block", **LIMIT)
+    with pytest.raises(TypeError, match="needs RepeatToolReminderMiddleware"):
+        RepeatToolReminderCallbackHandler(exit_behavior="block", **LIMIT)
+    assert RepeatToolReminderMiddleware(exit_behavior="block", **LIMIT).config.exit_behavior
+
+
+# -- observe and configuration ----------------------------------------------------------------
+
+
+def test_observe_mode_escalates_nothing_and_says_what_it_would_have_done(guarded: Make) -> None:
+    agent = guarded(LoopModel(), mode="observe", exit_behavior="end", **LIMIT)
+    chunks = list(
+        agent.graph.stream(ask("loop 8"), agent.run_config(), stream_mode=["custom", "values"])
+    )
+    messages = [data for kind, data in chunks if kind == "values"][-1]["messages"]
+    events = [
+        d["repeat_tool_escalation"]
+        for k, d in chunks
+        if k == "custom" and "repeat_tool_escalation" in d
+    ]
+
+    assert messages[-1].content == "done after 8 calls"
+    assert [(e["count"], e["acted"]) for e in events] == [(6, False)]
+
+
+def test_escalation_settings_fail_loud() -> None:
+    with pytest.raises(ConfigError, match="escalate_after 8 must be greater than every threshold"):
+        ReminderConfig(escalate_after=8)  # the default thresholds end at 8
+    with pytest.raises(ConfigError, match="of the stale detector"):
+        ReminderConfig(detect=["stale"], stale_thresholds=[3, 12], escalate_after=10)
+    with pytest.raises(ConfigError, match="exit_behavior applies only with escalate_after"):
+        ReminderConfig(exit_behavior="error")
+    with pytest.raises(ConfigError, match="invalid escalate_after True"):
+        ReminderConfig(escalate_after=True)
+    assert ReminderConfig(escalate_after=9).exit_behavior == "end"
