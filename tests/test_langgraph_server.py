@@ -391,7 +391,10 @@ async def test_private_field_stays_out_of_schemas_and_outputs(client: Any, graph
 
     state = await client.threads.get_state(thread_id)
     if graph in KEPT_IN_STATE:
-        assert state["values"][FIELD]["count"] == 4
+        kept = state["values"][FIELD]
+        # The middleware keeps each instance's counts under its name.
+        kept = kept.get("RepeatToolReminderMiddleware", kept)
+        assert kept["count"] == 4
         assert FIELD in schemas["state_schema"]["properties"]
     else:
         assert FIELD not in state["values"]

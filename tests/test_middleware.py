@@ -137,6 +137,11 @@ def test_calls_rejected_by_a_human_count() -> None:
     assert reminders(result["messages"]) == [("gentle", "probe", 3)]
 
 
+def stored_count(agent: Any, config: Any) -> int:
+    stored = agent.get_state(config).values["repeat_tool_reminder"]
+    return int(stored["RepeatToolReminderMiddleware"]["count"])
+
+
 def test_three_identical_parallel_calls_reach_three_after_the_whole_block() -> None:
     script = [turn(call("probe", SAME), call("probe", SAME), call("probe", SAME))]
     messages = agent_with(scripted(script), RepeatToolReminderMiddleware()).invoke(ask())[
@@ -144,9 +149,10 @@ def test_three_identical_parallel_calls_reach_three_after_the_whole_block() -> N
     ]
 
     assert_adjacent(messages)
-    assert [type(m).__name__ for m in messages[1:6]] == [
-        "AIMessage", "ToolMessage", "ToolMessage", "ToolMessage", "SystemMessage",
+    assert [type(m).__name__ for m in messages[1:5]] == [
+        "AIMessage", "ToolMessage", "ToolMessage", "ToolMessage",
     ]  # fmt: skip
+    assert is_reminder(messages[5])
     assert reminders(messages) == [("gentle", "probe", 3)]
 
 
@@ -182,8 +188,9 @@ def test_the_chain_is_private_state_kept_in_the_checkpoint() -> None:
 
     assert "repeat_tool_reminder" not in output
     stored = agent.get_state(config).values["repeat_tool_reminder"]
-    assert stored["tool"] == "probe"
-    assert stored["count"] == 2
+    assert list(stored) == ["RepeatToolReminderMiddleware"]  # by instance name
+    assert stored["RepeatToolReminderMiddleware"]["tool"] == "probe"
+    assert stored["RepeatToolReminderMiddleware"]["count"] == 2
     assert len(json.dumps(stored)) < 300
     schema = agent.get_input_jsonschema()
     assert "repeat_tool_reminder" not in json.dumps(schema)
@@ -200,7 +207,7 @@ def test_the_stored_chain_stays_small_whatever_the_argument_size() -> None:
     agent.invoke(ask(), config)
 
     stored = agent.get_state(config).values["repeat_tool_reminder"]
-    assert stored["count"] == 2
+    assert stored["RepeatToolReminderMiddleware"]["count"] == 2
     assert len(json.dumps(stored)) < 300
 
 
@@ -215,7 +222,7 @@ def test_a_new_user_message_resets_the_count_of_the_thread() -> None:
 
     assert_adjacent(messages)
     assert reminders(messages) == []
-    assert agent.get_state(config).values["repeat_tool_reminder"]["count"] == 2
+    assert stored_count(agent, config) == 2
 
 
 def test_an_unreadable_stored_chain_starts_over() -> None:
@@ -225,11 +232,12 @@ def test_an_unreadable_stored_chain_starts_over() -> None:
     )
     config = thread("garbage")
     agent.invoke(ask(), config)
-    agent.update_state(config, {"repeat_tool_reminder": {"count": "many"}})
+    forged = {"RepeatToolReminderMiddleware": {"count": "many"}}
+    agent.update_state(config, {"repeat_tool_reminder": forged})
     messages = agent.invoke(ask("again"), config)["messages"]
 
     assert reminders(messages) == []
-    assert agent.get_state(config).values["repeat_tool_reminder"]["count"] == 2
+    assert stored_count(agent, config) == 2
 
 
 def test_an_internal_failure_is_logged_and_the_agent_completes(
@@ -238,8 +246,8 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(middleware_module, "state_update", broken)
-    monkeypatch.setattr(middleware_module, "prepare_messages", broken)
+    monkeypatch.setattr(middleware_module, "tally_conversation", broken)
+    monkeypatch.setattr(middleware_module, "keeps_system_messages", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
             scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware()

@@ -254,8 +254,9 @@ async def test_create_agent_reminds_after_the_results_in_every_api(
     state = await run(agent, mode, ask())
 
     messages = check_run(server, api, state, mode=mode)
-    # Stored as system messages, sent as user text to models that do not declare them.
-    assert {m.type for m in filter(is_reminder, messages)} == {"system"}
+    # None of these models declares mid-conversation system messages: the reminders are sent
+    # as user text, and kept in that form, so that the state is what the model read.
+    assert {m.type for m in filter(is_reminder, messages)} == {"human"}
 
 
 async def test_concurrent_agents_on_every_api_share_one_server(server: ProviderServer) -> None:
