@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .graph import RepeatToolReminderNode, RepeatToolReminderState
     from .messages import prepare_messages
     from .middleware import RepeatToolReminderMiddleware
+    from .prebuilt import RepeatToolReminderAgentState
     from .stats import Stats, StatsSnapshot
 
 try:
@@ -31,6 +32,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree no
     __version__ = "0.0.0"
 
 _LAZY = {
+    "RepeatToolReminderAgentState": "prebuilt",
     "RepeatToolReminderCallbackHandler": "callbacks",
     "RepeatToolReminderMiddleware": "middleware",
     "RepeatToolReminderNode": "graph",
@@ -48,6 +50,7 @@ __all__ = [
     "ReminderConfig",
     "ReminderFields",
     "RepeatToolLoopError",
+    "RepeatToolReminderAgentState",
     "RepeatToolReminderCallbackHandler",
     "RepeatToolReminderMiddleware",
     "RepeatToolReminderNode",

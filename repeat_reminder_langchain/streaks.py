@@ -460,10 +460,7 @@ class _Counting:
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
             # and after. It is refused before it runs, when only the repeat count is known: a
             # stale or failure count depends on a result, so those detectors keep reminding.
-            if blocking:
-                due = detector == "repeat" and count >= limit
-            else:
-                due = count == limit
+            due = (detector == "repeat" and count >= limit) if blocking else count == limit
             if due:
                 arguments = preview(text, config.arguments_preview_chars)
                 return Escalation(

@@ -1,0 +1,27 @@
+"""The state for LangGraph's prebuilt `create_react_agent` with the state-kept node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.prebuilt.chat_agent_executor import AgentState
+from typing_extensions import NotRequired
+
+__all__ = ["RepeatToolReminderAgentState"]
+
+
+class RepeatToolReminderAgentState(AgentState):
+    """`create_react_agent`'s state (messages and `remaining_steps`) with the guard's field.
+
+    Example:
+        ```python
+        agent = create_react_agent(
+            model,
+            tools,
+            pre_model_hook=RepeatToolReminderNode(),
+            state_schema=RepeatToolReminderAgentState,
+        )
+        ```
+    """
+
+    repeat_tool_reminder: NotRequired[dict[str, Any]]
