@@ -312,7 +312,7 @@ def count_turn(
         counts: dict[Detector, int] = {"repeat": streak} if counting.repeat_on else {}
         error = counting.failure(call, key, counts) if known else ""
         if known:
-            counting.stale(key, outcome, counts)
+            counting.stale(call.tool, key, outcome, counts)
         found = counting.escalation(counts, call, text, key, position)
         reminder = None
         if found is not None:
@@ -409,11 +409,11 @@ class _Counting:
         counts["same_error"] = self.failures
         return text
 
-    def stale(self, key: str, outcome: str, counts: dict[Detector, int]) -> None:
+    def stale(self, tool: str, key: str, outcome: str, counts: dict[Detector, int]) -> None:
         """Count how many times in a row this call returned this result."""
         if self.seen is None:
             return
-        short_key, short_result = key[:16], outcome[:16]
+        short_key, short_result = digest(f"{tool}\x00{key}")[:16], outcome[:16]
         before = self.seen.pop(short_key, None)
         times = before[1] + 1 if before is not None and before[0] == short_result else 1
         self.seen[short_key] = (short_result, times)
