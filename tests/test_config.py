@@ -1,13 +1,13 @@
-"""Configuration: defaults, fail-loud validation naming the field, and tool-name patterns."""
+"""Configuration: defaults, fail-loud validation naming the field, a value, tool-name patterns."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import ConfigError, ReminderConfig
+from repeat_reminder_langchain.config import resolve_config
 
 
 def test_defaults() -> None:
@@ -16,6 +16,8 @@ def test_defaults() -> None:
     assert config.include == config.exclude == ()
     assert config.arguments_preview_chars == 500
     assert config.message_type == "system"
+    assert config.detect == ("repeat",)
+    assert (config.escalate_after, config.error_pattern) == (None, None)
 
 
 def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
@@ -26,7 +28,7 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"thresholds": []}, "thresholds must not be empty"),
+        ({"thresholds": []}, "thresholds: thresholds must not be empty"),
         ({"thresholds": "3,5"}, "thresholds must be a list of integers"),
         ({"thresholds": 3}, "thresholds must be a list of integers"),
         ({"thresholds": [1, 3]}, "invalid threshold 1 — every threshold must be an integer >= 2"),
@@ -41,26 +43,77 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
         ),
         ({"arguments_preview_chars": 12.5}, "invalid arguments_preview_chars 12.5"),
         ({"arguments_preview_chars": "500"}, "invalid arguments_preview_chars '500'"),
-        ({"include": "probe"}, "include\n.*must be a list of tool-name patterns"),
-        ({"exclude": ["ok", 3]}, "exclude\n.*every pattern must be a non-empty string, got 3"),
+        ({"include": "probe"}, "include: must be a list of tool-name patterns"),
+        ({"exclude": ["ok", 3]}, "exclude: every pattern must be a non-empty string, got 3"),
         ({"exclude": [""]}, "every pattern must be a non-empty string, got ''"),
-        ({"message_type": "assistant"}, "message_type\n.*'system' or 'human'"),
-        ({"treshold": [3]}, "treshold\n.*Extra inputs are not permitted"),
+        ({"message_type": "assistant"}, "message_type: Input should be 'system' or 'human'"),
+        ({"repeat_every": 0}, "invalid repeat_every 0 — must be an integer >= 1"),
+        ({"ignore_arguments": ["a"]}, "ignore_arguments: must map tool-name patterns"),
+        ({"ignore_arguments": {"": ["a"]}}, "every tool-name pattern must be a non-empty"),
+        ({"ignore_arguments": {"x": ["options."]}}, "invalid argument pattern 'options.'"),
+        ({"ignore_arguments": {"x": ["a..b"]}}, "every dotted segment must be non-empty"),
+        ({"ignore_arguments": {"x": [".x"]}}, "invalid argument pattern '.x'"),
+        ({"mode": "quiet"}, "mode: Input should be 'remind' or 'observe'"),
     ],
 )
 def test_bad_values_fail_at_construction_naming_the_field(
     fields: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ValidationError, match=message) as caught:
+    with pytest.raises(ConfigError, match=message) as caught:
         ReminderConfig(**fields)
     assert isinstance(caught.value, ValueError)
-    assert next(iter(fields)) in str(caught.value)
+    text = str(caught.value)
+    assert text.startswith(f"{next(iter(fields))}:")
+    assert "\n" not in text and "http" not in text  # one line per problem, no URL
 
 
-def test_the_configuration_is_frozen() -> None:
-    config = ReminderConfig()
-    with pytest.raises(ValidationError, match="frozen"):
+def test_each_problem_is_one_line() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig(thresholds=[], mode="quiet")
+    assert str(caught.value).splitlines() == [
+        "thresholds: thresholds must not be empty",
+        "mode: Input should be 'remind' or 'observe'",
+    ]
+
+
+def test_an_unknown_field_names_the_nearest_one() -> None:
+    with pytest.raises(TypeError, match="unknown ReminderConfig field 'treshold'; did you mean"):
+        ReminderConfig(treshold=[3])
+    with pytest.raises(TypeError, match="fields are thresholds, include"):
+        resolve_config(None, {"zzz": 1})
+
+
+def test_the_configuration_is_an_immutable_hashable_value() -> None:
+    config = ReminderConfig(thresholds=[5, 3], ignore_arguments={"run_*": ["description"]})
+    same = ReminderConfig(thresholds=[3, 5], ignore_arguments={"run_*": ["description"]})
+    assert config == same and hash(config) == hash(same)
+    assert {config, same} == {config}
+    config.tracks("run_shell")  # a cache filled by use plays no part in equality
+    assert config == same and hash(config) == hash(same)
+    assert config != ReminderConfig(thresholds=[3, 5])
+    # Which fields were set matters: a field set explicitly wins over a tool's own policy.
+    assert ReminderConfig() != ReminderConfig(thresholds=[3, 5, 8])
+    with pytest.raises(ValueError, match="frozen"):
         config.thresholds = (2,)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.ignore_arguments["run_*"] = ("x",)  # type: ignore[index]
+    assert config.ignore_arguments["run_*"] == ("description",)
+    assert repr(config.ignore_arguments) == "{'run_*': ('description',)}"
+    assert ReminderConfig() != "a configuration"
+
+
+def test_repeat_every_of_one_is_the_documented_minimum() -> None:
+    assert ReminderConfig(repeat_every=1).repeat_every == 1
+
+
+def test_resolving_takes_a_configuration_or_fields_not_both() -> None:
+    config = ReminderConfig(thresholds=[2])
+    assert resolve_config(config, {}) is config
+    assert resolve_config(None, {"thresholds": [4]}).thresholds == (4,)
+    with pytest.raises(TypeError, match="not both"):
+        resolve_config(config, {"thresholds": [3]})
+    with pytest.raises(TypeError, match="config must be a ReminderConfig, got dict"):
+        resolve_config({"thresholds": [3]}, {})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

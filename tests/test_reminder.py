@@ -1,11 +1,11 @@
-"""Reminder texts, tags and messages; reading a conversation for turns and user messages."""
+"""Reminder texts and tags: what the model reads, and how the guard's messages are marked."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from repeat_reminder_langchain import Reminder, is_reminder
-from repeat_reminder_langchain.messages import latest_turn, reminder_message, user_spoke
+from repeat_reminder_langchain import Escalation, Reminder, is_reminder
+from repeat_reminder_langchain.messages import reminder_message
 from repeat_reminder_langchain.reminder import preview, wrap
 
 
@@ -29,17 +29,31 @@ def test_the_detailed_text_names_tool_count_and_arguments_then_says_stop() -> No
 
 def test_the_tag_says_what_fired() -> None:
     assert Reminder("grep", 5, "detailed", "{}").tag() == {
-        "lc_source": "repeat_tool_reminder",
-        "repeat_tool_reminder": {
-            "kind": "plugin",
-            "plugin": "repeat-tool-reminder",
-            "form": "notice",
-            "summary": "grep × 5",
-            "tool": "grep",
-            "count": 5,
-            "level": "detailed",
-        },
+        "kind": "plugin",
+        "plugin": "repeat-tool-reminder",
+        "form": "notice",
+        "summary": "grep × 5",
+        "tool": "grep",
+        "count": 5,
+        "level": "detailed",
+        "detector": "repeat",
     }
+    assert Escalation("grep", 9, "stale", "{}", "end").tag()["level"] == "escalated"
+
+
+def test_each_detector_has_its_own_words_citing_the_evidence() -> None:
+    stale = Reminder("cat", 4, "detailed", '{"path":"a"}', detector="stale").text
+    assert "- identical_results: 4" in stale and '- arguments: {"path":"a"}' in stale
+    failing = Reminder("book", 5, "detailed", "{}", detector="same_error", error="no", variants=3)
+    assert "- consecutive_failures: 5" in failing.text
+    assert "- argument_sets: 3" in failing.text and "- error: no" in failing.text
+    gentle = Reminder("book", 3, "gentle", "{}", detector="same_error", variants=1).text
+    assert "failed with the same error." in gentle  # one argument set: nothing to add
+    assert (
+        "3 different argument sets"
+        in Reminder("book", 3, "gentle", "{}", detector="same_error", variants=3).text
+    )
+    assert "looping on `grep`" in Escalation("grep", 9, "repeat", "{}", "end").text
 
 
 def test_preview_cuts_and_counts_what_it_left_out() -> None:
@@ -57,13 +71,17 @@ def test_reminder_messages_are_tagged_system_or_wrapped_human_messages() -> None
     assert human.content.endswith("\n</system-reminder>")
     for message in (system, human):
         assert message.name == "repeat_tool_reminder"
-        assert message.additional_kwargs == reminder.tag()
+        assert message.additional_kwargs == {
+            "lc_source": "repeat_tool_reminder",
+            "repeat_tool_reminder": reminder.tag(),
+        }
+        assert message.id is not None and message.id.startswith("repeat_tool_reminder-")
         assert is_reminder(message)
     assert system.id != reminder_message(reminder).id
 
 
 def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
-    tag = Reminder("grep", 3, "gentle", "{}").tag()
+    tag = {"lc_source": "repeat_tool_reminder", "repeat_tool_reminder": {"level": "gentle"}}
     assert not is_reminder(HumanMessage("hi"))
     assert not is_reminder(SystemMessage("sys", name="repeat_tool_reminder"))
     assert not is_reminder(
@@ -72,62 +90,3 @@ def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
     assert not is_reminder(AIMessage("x", additional_kwargs=tag))
     assert not is_reminder("a string")
     assert not is_reminder(None)
-
-
-def test_latest_turn_reads_only_the_last_model_turn() -> None:
-    old = AIMessage("", tool_calls=[{"name": "a", "args": {}, "id": "1"}], id="m1")
-    new = AIMessage(
-        "",
-        id="m2",
-        tool_calls=[
-            {"name": "b", "args": {"x": 1}, "id": "2"},
-            {"name": "c", "args": {}, "id": "3"},
-        ],
-        invalid_tool_calls=[
-            {
-                "name": "d",
-                "args": '{"x": ',
-                "id": "4",
-                "error": "bad json",
-                "type": "invalid_tool_call",
-            },
-            {"name": None, "args": "?", "id": "5", "error": "no name", "type": "invalid_tool_call"},
-        ],
-    )
-    messages = [HumanMessage("go"), old, ToolMessage("r", tool_call_id="1"), new]
-    messages += [ToolMessage("r", tool_call_id="3"), ToolMessage("r", tool_call_id="4")]
-
-    turn = latest_turn(messages)
-    assert turn is not None
-    assert turn.id == "m2"
-    assert [(c.id, c.tool, c.args) for c in turn.calls] == [("3", "c", {}), ("4", "d", '{"x": ')]
-    assert not turn.complete
-
-    turn = latest_turn([*messages, ToolMessage("r", tool_call_id="2")])
-    assert turn is not None and turn.complete
-    assert [c.id for c in turn.calls] == ["2", "3", "4"]
-
-
-def test_latest_turn_without_a_model_turn_with_calls() -> None:
-    assert latest_turn([]) is None
-    assert latest_turn([HumanMessage("go")]) is None
-    assert latest_turn([HumanMessage("go"), AIMessage("just text")]) is None
-
-
-def test_calls_without_ids_count_with_their_turn() -> None:
-    message = AIMessage("", tool_calls=[{"name": "a", "args": {}, "id": None}])
-    turn = latest_turn([message])
-    assert turn is not None and turn.complete
-    assert [(c.id, c.tool) for c in turn.calls] == [("#0", "a")]
-    assert turn.id
-
-
-def test_user_spoke_after_the_model_only_for_real_user_messages() -> None:
-    reminder = reminder_message(Reminder("grep", 3, "gentle", "{}"), "human")
-    summary = HumanMessage("summary", additional_kwargs={"lc_source": "summarization"})
-    assert user_spoke([HumanMessage("hi")])
-    assert user_spoke([AIMessage("a"), ToolMessage("r", tool_call_id="1"), HumanMessage("steer")])
-    assert not user_spoke([HumanMessage("hi"), AIMessage("a")])
-    assert not user_spoke([AIMessage("a"), reminder])
-    assert not user_spoke([summary])
-    assert not user_spoke([SystemMessage("sys")])
