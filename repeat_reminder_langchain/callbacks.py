@@ -18,7 +18,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -209,7 +208,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         with self._lock:
             streaks = self._agents.get(key)
             if streaks is not None:
-                self._agents[key] = replace(streaks, reminded=False)
+                self._agents[key] = streaks._replace(reminded=False)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget a model run that failed."""

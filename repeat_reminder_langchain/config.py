@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, TypedDict, cast
+from typing import Any, Literal, NamedTuple, TypedDict, cast
 
 from pydantic import (
     BaseModel,
@@ -57,6 +57,21 @@ class ReminderFields(TypedDict, total=False):
     error_pattern: str | None
     escalate_after: int | None
     exit_behavior: ExitBehavior
+
+
+class Compiled(NamedTuple):
+    """What counting reads of a configuration on every call, in plain attributes."""
+
+    repeat: bool
+    stale: bool
+    same_error: bool
+    error_regex: re.Pattern[str] | None
+    limit: int | None
+    exit_behavior: ExitBehavior
+    blocking: bool
+    preview: int
+    stale_thresholds: tuple[int, ...]
+    same_error_thresholds: tuple[int, ...]
 
 
 class _FrozenMapping(Mapping[str, tuple[str, ...]]):
@@ -163,7 +178,7 @@ class ReminderConfig(BaseModel):
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
     _ignore: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = PrivateAttr(default=())
-    _error: re.Pattern[str] | None = PrivateAttr(default=None)
+    _compiled: Compiled | None = PrivateAttr(default=None)
     _rules: dict[tuple[str, ToolPolicy | None], Rules | None] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **fields: Any) -> None:
@@ -284,7 +299,19 @@ class ReminderConfig(BaseModel):
             for pattern, paths in self.ignore_arguments.items()
             if (compiled := compile_patterns([pattern])) is not None
         )
-        self._error = None if self.error_pattern is None else re.compile(self.error_pattern)
+        limit = self.escalate_after
+        self._compiled = Compiled(
+            repeat="repeat" in self.detect,
+            stale="stale" in self.detect,
+            same_error="same_error" in self.detect,
+            error_regex=None if self.error_pattern is None else re.compile(self.error_pattern),
+            limit=limit,
+            exit_behavior=self.exit_behavior,
+            blocking=limit is not None and self.exit_behavior == "block",
+            preview=self.arguments_preview_chars,
+            stale_thresholds=tuple(self.stale_thresholds),
+            same_error_thresholds=tuple(self.same_error_thresholds),
+        )
 
     # A configuration is a value: equal when its fields, and which were set explicitly (they
     # decide precedence over tools' own policies), are equal; its caches play no part.
@@ -297,9 +324,11 @@ class ReminderConfig(BaseModel):
         return hash((tuple(self.__dict__.values()), frozenset(self.model_fields_set)))
 
     @property
-    def error_regex(self) -> re.Pattern[str] | None:
-        """`error_pattern`, compiled."""
-        return self._error
+    def compiled(self) -> Compiled:
+        """What counting reads on every call, compiled once."""
+        # One read of the private-attribute dict: pydantic's own lookup of a private
+        # attribute costs several times more, and this runs for every counted turn.
+        return cast("dict[str, Compiled]", self.__pydantic_private__)["_compiled"]
 
     def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""

@@ -7,7 +7,6 @@ turn is counted, back to the turn before it — so the cost does not grow with t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -195,7 +194,7 @@ def tally_conversation(
     if message is None or not _makes_calls(message):
         followups: tuple[bool, ...] = ()
         if message is not None and streaks.reminded and tag_of(message) is None:
-            followups, streaks = (True,), replace(streaks, reminded=False)
+            followups, streaks = (True,), streaks._replace(reminded=False)
         return Tally(streaks.reset() if spoke_after else streaks, followups=followups)
     if _turn_id(message, index) == streaks.turn:
         return Tally(streaks.reset() if spoke_after else streaks)
@@ -205,7 +204,7 @@ def tally_conversation(
     spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)
     stops: tuple[bool, ...] = ()
     if stopped and streaks.reminded:
-        stops, streaks = (True,), replace(streaks, reminded=False)
+        stops, streaks = (True,), streaks._replace(reminded=False)
     if spoke_before:
         streaks = streaks.reset()
     tally = count_turn(
@@ -215,7 +214,7 @@ def tally_conversation(
         tally = tally._replace(followups=(*stops, *tally.followups))
     if spoke_after:
         # The user spoke after the calls: what they drew is moot, and counting starts over.
-        kept = replace(tally.streaks.reset(), escalations=streaks.escalations)
+        kept = tally.streaks.reset()._replace(escalations=streaks.escalations)
         tally = tally._replace(streaks=kept, reminders=(), escalation=None)
         if trace:
             trace[:] = [entry._replace(reminder=None, escalation=None) for entry in trace]

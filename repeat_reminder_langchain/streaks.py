@@ -11,14 +11,13 @@ An agent's `Streaks` is a small immutable value, all the guard remembers about i
 * the model turn counted last, so that a turn seen again (an interrupt and resume, a retry)
   never counts twice, and the escalations so far.
 
-Calls, tallies and the rest are named tuples or slotted dataclasses: they are built on every
-step of every agent.
+Streaks, calls and tallies are named tuples: they are built on every step of every agent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NamedTuple, TypedDict
 
 from .canonical import canonicalize, digest
@@ -78,9 +77,8 @@ class StreaksData(TypedDict, total=False):
     escalations: int
 
 
-@dataclass(frozen=True, slots=True)
-class Streaks:
-    """What the guard remembers about one agent.
+class Streaks(NamedTuple):
+    """What the guard remembers about one agent (a named tuple: built on every counted turn).
 
     Attributes:
         turn: The model turn whose calls were counted last.
@@ -101,7 +99,7 @@ class Streaks:
     turn: str = ""
     tool: str | None = None
     digest: str = ""
-    count: int = 0
+    count: int = 0  # type: ignore[assignment]  # a field, shadowing tuple.count
     result: str = ""
     reminded: bool = False
     failing: str = ""
@@ -313,7 +311,7 @@ def count_turn(
         error = counting.failure(call, key, counts) if known else ""
         if known:
             counting.stale(call.tool, key, outcome, counts)
-        found = counting.escalation(counts, call, text, key, position)
+        found = counting.escalation(counts, call, text, key, position=position)
         reminder = None
         if found is not None:
             escalation = escalation or found
@@ -342,14 +340,13 @@ class _Counting:
     """An agent's streaks while one turn is counted, one detector per method."""
 
     __slots__ = (
-        "config",
         "count",
         "error",
         "errors_on",
         "failing",
         "failures",
+        "hot",
         "key",
-        "pattern",
         "reminded",
         "repeat_on",
         "result",
@@ -360,17 +357,14 @@ class _Counting:
     )
 
     def __init__(self, streaks: Streaks, config: ReminderConfig) -> None:
-        detect = config.detect
-        self.config = config
-        self.repeat_on = "repeat" in detect
-        self.stale_on = "stale" in detect
-        self.errors_on = "same_error" in detect
-        self.pattern = config.error_regex
+        hot = config.compiled
+        self.hot = hot
+        self.repeat_on, self.stale_on, self.errors_on = hot.repeat, hot.stale, hot.same_error
         self.tool, self.key, self.count = streaks.tool, streaks.digest, streaks.count
         self.result, self.reminded = streaks.result, streaks.reminded
         self.failing, self.error = streaks.failing, streaks.error
         self.failures, self.variants = streaks.failures, streaks.variants
-        self.seen = {c: (r, n) for c, r, n in streaks.seen} if self.stale_on else None
+        self.seen = {c: (r, n) for c, r, n in streaks.seen} if hot.stale else None
 
     def reads_results(self, rules: Rules) -> bool:
         return rules.result_aware or self.stale_on
@@ -395,7 +389,8 @@ class _Counting:
         if not self.errors_on:
             return ""
         text = result_text(call.result)
-        failed = call.error or (self.pattern is not None and self.pattern.search(text) is not None)
+        pattern = self.hot.error_regex
+        failed = call.error or (pattern is not None and pattern.search(text) is not None)
         if not failed:
             self.failing, self.error, self.failures, self.variants = "", "", 0, ()
             return ""
@@ -432,39 +427,45 @@ class _Counting:
         position: int,
     ) -> Reminder | None:
         """The one reminder a call draws: `repeat` first, then `same_error`, then `stale`."""
-        config = self.config
+        hot = self.hot
         for detector, count in counts.items():
             if detector == "repeat":
                 level = repeat_level
             elif detector == "same_error":
-                level = level_at(count, tuple(config.same_error_thresholds))
+                level = level_at(count, hot.same_error_thresholds)
             else:
-                level = level_at(count, tuple(config.stale_thresholds))
+                level = level_at(count, hot.stale_thresholds)
             if level is not None:
-                arguments = preview(text, config.arguments_preview_chars)
+                arguments = preview(text, hot.preview)
                 return Reminder(
                     call.tool, count, level, arguments, key, detector, position=position
                 )
         return None
 
     def escalation(
-        self, counts: Mapping[Detector, int], call: Call, text: str, key: str, position: int
+        self,
+        counts: Mapping[Detector, int],
+        call: Call,
+        text: str,
+        key: str,
+        *,
+        position: int,
     ) -> Escalation | None:
         """The escalation a count at or past `escalate_after` calls for, if any."""
-        config = self.config
-        limit = config.escalate_after
+        hot = self.hot
+        limit = hot.limit
         if limit is None:
             return None
-        blocking = config.exit_behavior == "block"
+        blocking = hot.blocking
         for detector, count in counts.items():
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
             # and after. It is refused before it runs, when only the repeat count is known: a
             # stale or failure count depends on a result, so those detectors keep reminding.
             due = (detector == "repeat" and count >= limit) if blocking else count == limit
             if due:
-                arguments = preview(text, config.arguments_preview_chars)
+                arguments = preview(text, hot.preview)
                 return Escalation(
-                    call.tool, count, detector, arguments, config.exit_behavior, key, position
+                    call.tool, count, detector, arguments, hot.exit_behavior, key, position
                 )
         return None
 

@@ -29,6 +29,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     is_reminder,
 )
+from repeat_reminder_langchain.streaks import Streaks
 
 _ids = itertools.count(1)
 
@@ -171,15 +172,42 @@ def reminders(messages: Sequence[BaseMessage]) -> list[tuple[str, str, int]]:
     return found
 
 
+def kept_streaks(agent: Any, thread: str) -> Streaks:
+    """The streaks a `Guarded` agent's guard keeps for `thread`, whichever face it is.
+
+    The handler keeps them in memory, by agent; the state-kept node in its state field; the
+    middleware in its field, under its instance name.
+    """
+    if agent.handler is not None:
+        kept = [s for key, s in agent.handler._agents.items() if key[0] == ("thread", thread)]
+        assert len(kept) <= 1, f"{len(kept)} agents on thread {thread}"
+        return kept[0] if kept else Streaks()
+    field = agent.state(thread).get("repeat_tool_reminder")
+    if agent.face == "middleware" and field is not None:
+        field = field.get(agent.guard.name)
+    return Streaks.from_dict(field)
+
+
+def final_messages(events: Sequence[Any]) -> list[BaseMessage]:
+    """The conversation a run ended with, from its `astream_events`: the root run's output."""
+    (root,) = [e for e in events if e["event"] == "on_chain_end" and not e["parent_ids"]]
+    return list(root["data"]["output"]["messages"])
+
+
 def assert_adjacent(messages: Sequence[BaseMessage]) -> None:
     """Every assistant turn with tool calls is followed by exactly its results, then the rest.
 
-    Calls that share an id (some models emit that) need as many results with that id.
+    Calls that share an id (some models emit that) need as many results with that id. Calls
+    whose arguments could not be parsed (`invalid_tool_calls`) may be answered too, as
+    `create_agent` does: their results then belong to the block.
     """
     for index, message in enumerate(messages):
         if not isinstance(message, AIMessage) or not message.tool_calls:
             continue
-        wanted = sorted(c["id"] or "" for c in message.tool_calls)
+        after = itertools.takewhile(lambda m: isinstance(m, ToolMessage), messages[index + 1 :])
+        answered = {m.tool_call_id for m in after}
+        invalid = [c["id"] or "" for c in message.invalid_tool_calls if c.get("id") in answered]
+        wanted = sorted([*(c["id"] or "" for c in message.tool_calls), *invalid])
         block = messages[index + 1 : index + 1 + len(wanted)]
         got = sorted(m.tool_call_id for m in block if isinstance(m, ToolMessage))
         assert len(got) == len(block) == len(wanted), f"turn {index} not followed by its results"

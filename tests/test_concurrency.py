@@ -1,4 +1,4 @@
-"""One handler under heavy concurrency: every run gets exactly its own reminders, nothing hangs."""
+"""One guard under heavy concurrency: every run gets exactly its own reminders, nothing hangs."""
 
 from __future__ import annotations
 
@@ -14,10 +14,17 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
 )
 
+from .conftest import build
 from .helpers import LoopingModel, agent_graph, ask, assert_adjacent, probe, reminders
 
 EXPECTED = [("gentle", "probe", 2), ("detailed", "probe", 3)]
 THREADS, RUNS_EACH = 64, 50
+
+
+def checked(messages: list[Any]) -> list[Any]:
+    """The reminders of a run's conversation, once it is checked for call/result adjacency."""
+    assert_adjacent(messages)
+    return reminders(messages)
 
 
 @pytest.mark.timeout(600)
@@ -31,7 +38,7 @@ def test_64_threads_times_50_runs_on_one_handler_each_get_their_own_reminders() 
         config: dict[str, Any] = {"callbacks": [guard]}
         if index % 2:
             config["configurable"] = {"thread_id": f"thread-{index}"}
-        return [reminders(graph.invoke(ask(), config)["messages"]) for _ in range(RUNS_EACH)]
+        return [checked(graph.invoke(ask(), config)["messages"]) for _ in range(RUNS_EACH)]
 
     with ThreadPoolExecutor(THREADS) as pool:
         results = [r for runs in pool.map(worker, range(THREADS)) for r in runs]
@@ -78,3 +85,29 @@ async def test_200_concurrent_create_agent_runs_keep_their_own_counts() -> None:
     results = await asyncio.gather(*(one() for _ in range(200)))
 
     assert all(found == EXPECTED for found in results)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("face", ["state", "middleware"])
+def test_one_state_kept_guard_shared_by_threads_keeps_each_runs_counts(face: str) -> None:
+    # One graph, one node or middleware instance, one model for every run.
+    agent = build(face, LoopingModel(turns=3), thresholds=[2, 3])
+
+    def worker(index: int) -> list[list[Any]]:
+        return [reminders(agent.invoke(ask())) for _ in range(10)]  # checks adjacency
+
+    with ThreadPoolExecutor(32) as pool:
+        results = [r for runs in pool.map(worker, range(32)) for r in runs]
+
+    assert len(results) == 320
+    assert all(found == EXPECTED for found in results)
+    assert agent.stats.snapshot()["reminders"] == {"probe": {"detailed": 320, "gentle": 320}}
+
+
+@pytest.mark.timeout(600)
+async def test_200_concurrent_runs_on_one_state_kept_node_keep_their_own_counts() -> None:
+    agent = build("state", LoopingModel(turns=3), thresholds=[2, 3])
+
+    results = await asyncio.gather(*(agent.ainvoke(ask()) for _ in range(200)))
+
+    assert all(reminders(messages) == EXPECTED for messages in results)

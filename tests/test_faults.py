@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ToolRetryMiddleware
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
@@ -24,9 +26,11 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
 )
 
+from .conftest import Guarded
 from .helpers import agent_graph, ask, assert_adjacent, call, reminders, repeat, scripted, turn
 
 SAME = {"q": "same"}
+Make = Callable[..., Guarded]
 WAIT = 30  # seconds; only a bound on waits that a working run ends at once
 
 
@@ -39,6 +43,20 @@ def probe_that_fails_on(bad: str) -> Any:
         return f"probed {q}"
 
     return probe
+
+
+def assert_adjacent_after_the_failure(messages: list[Any]) -> None:
+    """Adjacency from the second user message on; before it, the call whose tool raised.
+
+    A run failed by a tool leaves that call unanswered in the checkpoint (LangGraph keeps the
+    turn, not the error): the next user message follows it, with nothing of the guard between.
+    """
+    second = next(i for i, m in enumerate(messages) if m.content == "second")
+    assert isinstance(messages[second], HumanMessage)
+    if second > 1:
+        failed = messages[second - 1]
+        assert isinstance(failed, AIMessage) and failed.tool_calls[0]["args"] == {"q": "boom"}
+    assert_adjacent(messages[second:])
 
 
 @pytest.mark.parametrize("thread", [None, "t"])
@@ -66,6 +84,7 @@ def test_a_tool_error_that_fails_the_run_leaves_the_next_run_counting_right(
     assert guard.agent_count == (1 if thread else 0)
 
     messages = graph.invoke(ask("second"), config)["messages"]
+    assert_adjacent_after_the_failure(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]
 
 
@@ -85,30 +104,34 @@ def test_a_tool_error_that_fails_a_create_agent_run_leaves_the_thread_counting_r
         agent.invoke(ask("first"), config)
     messages = agent.invoke(ask("second"), config)["messages"]
 
+    assert_adjacent_after_the_failure(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]
 
 
-def test_a_tool_that_interrupts_and_is_resumed_counts_once() -> None:
+def test_a_tool_that_interrupts_and_is_resumed_counts_once(guarded: Make, thread: str) -> None:
     @tool("probe")
     def asks_first(q: str = "") -> str:
         """Look something up after asking a human."""
         return f"probed {interrupt('may I?')}"
 
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
-    graph = agent_graph(
-        scripted(repeat("probe", SAME, 2)), [asks_first], guard, checkpointer=InMemorySaver()
+    agent = guarded(
+        scripted(repeat("probe", SAME, 2)),
+        tools=[asks_first],
+        checkpointer=InMemorySaver(),
+        thresholds=[2, 3],
     )
-    config = {"callbacks": [guard], "configurable": {"thread_id": "t"}}
-    result = graph.invoke(ask(), config)
+    config = agent.run_config(thread)
+    result = agent.graph.invoke(ask(), config)
     resumes = 0
     while "__interrupt__" in result:
         resumes += 1
-        result = graph.invoke(Command(resume="yes"), config)
+        result = agent.graph.invoke(Command(resume="yes"), config)
 
     assert resumes == 2
     assert_adjacent(result["messages"])
     assert reminders(result["messages"]) == [("gentle", "probe", 2)]
-    assert guard._runs == {}
+    if agent.handler is not None:
+        assert agent.handler._runs == {}
 
 
 def test_retried_tool_calls_count_once() -> None:
@@ -152,48 +175,28 @@ def _blocking_probe(started: asyncio.Event, release: asyncio.Event) -> Any:
     return probe
 
 
-async def test_a_run_cancelled_mid_tool_leaves_nothing_pending_and_resumes_counting_once() -> None:
+async def test_a_run_cancelled_mid_tool_leaves_nothing_pending_and_resumes_counting_once(
+    guarded: Make, thread: str
+) -> None:
     started, release = asyncio.Event(), asyncio.Event()
-    guard = RepeatToolReminderCallbackHandler(thresholds=[3, 4])
-    graph = agent_graph(
-        scripted(repeat("probe", SAME, 3)),
-        [_blocking_probe(started, release)],
-        guard,
-        checkpointer=InMemorySaver(),
-    )
-    config = {"callbacks": [guard], "configurable": {"thread_id": "t"}}
-
-    task = asyncio.create_task(graph.ainvoke(ask(), config))
-    await asyncio.wait_for(started.wait(), WAIT)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert guard._runs == {}
-
-    release.set()
-    messages = (await graph.ainvoke(None, config))["messages"]
-    assert_adjacent(messages)
-    assert reminders(messages) == [("gentle", "probe", 3)]
-
-
-async def test_a_cancelled_create_agent_run_resumes_counting_once() -> None:
-    started, release = asyncio.Event(), asyncio.Event()
-    agent = create_agent(
+    agent = guarded(
         scripted(repeat("probe", SAME, 3)),
         tools=[_blocking_probe(started, release)],
-        middleware=[RepeatToolReminderMiddleware(thresholds=[3, 4])],
         checkpointer=InMemorySaver(),
+        thresholds=[3, 4],
     )
-    config = {"configurable": {"thread_id": "t"}}
+    config = agent.run_config(thread)
 
-    task = asyncio.create_task(agent.ainvoke(ask(), config))
+    task = asyncio.create_task(agent.graph.ainvoke(ask(), config))
     await asyncio.wait_for(started.wait(), WAIT)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    if agent.handler is not None:
+        assert agent.handler._runs == {}
 
     release.set()
-    messages = (await agent.ainvoke(None, config))["messages"]
+    messages = (await agent.graph.ainvoke(None, config))["messages"]
     assert_adjacent(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]
 
@@ -204,7 +207,7 @@ def test_a_bug_inside_the_handler_is_logged_and_the_run_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(callbacks_module, "observe", broken)
+    monkeypatch.setattr(callbacks_module, "tally_conversation", broken)
     guard = RepeatToolReminderCallbackHandler()
 
     with caplog.at_level(logging.WARNING):
@@ -212,6 +215,7 @@ def test_a_bug_inside_the_handler_is_logged_and_the_run_completes(
             ask(), {"callbacks": [guard]}
         )["messages"]
 
+    assert_adjacent(messages)
     assert messages[-1].content == "done"
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert "RepeatToolReminderCallbackHandler.on_chat_model_start callback" in logged

@@ -1,29 +1,35 @@
-"""The handler and the node on custom LangGraph agents: every way a run can go."""
+"""The node on custom LangGraph agents, in both its forms: on a handler, and keeping its counts
+in state. Every way of running the graph, what counts, resets, placement, state objects and
+other keys, construction, warnings, the complete turn, and `route`."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
+from typing_extensions import NotRequired
 
 from repeat_reminder_langchain import (
     ReminderConfig,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
+    RepeatToolReminderState,
     is_reminder,
 )
+from repeat_reminder_langchain.messages import escalation_message, reminder_message
+from repeat_reminder_langchain.reminder import Escalation, Reminder
 
+from .conftest import Guarded
 from .helpers import (
     agent_graph,
     ask,
@@ -39,6 +45,17 @@ from .helpers import (
 SAME = {"q": "same"}
 EXPECTED = [("gentle", "probe", 3), ("detailed", "probe", 5)]
 WAIT = 30  # seconds; only a bound on a wait that a working run ends at once
+Make = Callable[..., Guarded]
+NODE_FACES = ("handler", "state")
+nodes = pytest.mark.parametrize("face", NODE_FACES)  # both forms of the node
+
+
+def node_of(face: str, **fields: Any) -> tuple[RepeatToolReminderNode, dict[str, Any], Any]:
+    """The node in `face`'s form, the run config it needs, and the graph state it needs."""
+    if face == "handler":
+        guard = RepeatToolReminderCallbackHandler(**fields)
+        return RepeatToolReminderNode(guard), {"callbacks": [guard]}, MessagesState
+    return RepeatToolReminderNode(**fields), {}, RepeatToolReminderState
 
 
 def invoke(graph: Any, guard: RepeatToolReminderCallbackHandler, **config: Any) -> list[Any]:
@@ -70,58 +87,52 @@ async def _final_messages_async(graph: Any, config: Any, mode: str) -> list[Any]
     return [data for kind, data in chunks if kind == "values"][-1]["messages"]  # type: ignore[no-any-return]
 
 
+@nodes
 @pytest.mark.parametrize("mode", ["invoke", "stream-values", "stream-messages"])
 @pytest.mark.parametrize("thread", [None, "t-1"])
-def test_sync_runs_remind_the_same_with_and_without_a_thread(mode: str, thread: str | None) -> None:
-    guard = RepeatToolReminderCallbackHandler()
+def test_sync_runs_remind_the_same_with_and_without_a_thread(
+    guarded: Make, mode: str, thread: str | None
+) -> None:
     saver = InMemorySaver() if thread else None
-    graph = agent_graph(scripted(repeat("probe", SAME, 5)), [probe], guard, checkpointer=saver)
-    config: dict[str, Any] = {"callbacks": [guard]}
-    if thread:
-        config["configurable"] = {"thread_id": thread}
+    agent = guarded(scripted(repeat("probe", SAME, 5)), checkpointer=saver)
 
-    messages = _final_messages_sync(graph, config, mode)
+    messages = _final_messages_sync(agent.graph, agent.run_config(thread), mode)
 
     assert_adjacent(messages)
     assert reminders(messages) == EXPECTED
 
 
+@nodes
 @pytest.mark.parametrize("mode", ["ainvoke", "astream-values", "astream-messages"])
 @pytest.mark.parametrize("thread", [None, "t-1"])
 async def test_async_runs_remind_the_same_with_and_without_a_thread(
-    mode: str, thread: str | None
+    guarded: Make, mode: str, thread: str | None
 ) -> None:
-    guard = RepeatToolReminderCallbackHandler()
     saver = InMemorySaver() if thread else None
-    graph = agent_graph(scripted(repeat("probe", SAME, 5)), [probe], guard, checkpointer=saver)
-    config: dict[str, Any] = {"callbacks": [guard]}
-    if thread:
-        config["configurable"] = {"thread_id": thread}
+    agent = guarded(scripted(repeat("probe", SAME, 5)), checkpointer=saver)
 
-    messages = await _final_messages_async(graph, config, mode)
+    messages = await _final_messages_async(agent.graph, agent.run_config(thread), mode)
 
     assert_adjacent(messages)
     assert reminders(messages) == EXPECTED
 
 
-async def test_async_tools_count_like_sync_ones() -> None:
+@nodes
+async def test_async_tools_count_like_sync_ones(guarded: Make) -> None:
     @tool("probe")
     async def async_probe(q: str = "") -> str:
         """Look something up, asynchronously."""
         return f"probed {q}"
 
-    guard = RepeatToolReminderCallbackHandler()
-    graph = agent_graph(scripted(repeat("probe", SAME, 5)), [async_probe], guard)
-    messages = (await graph.ainvoke(ask(), {"callbacks": [guard]}))["messages"]
+    agent = guarded(scripted(repeat("probe", SAME, 5)), tools=[async_probe])
 
-    assert_adjacent(messages)
-    assert reminders(messages) == EXPECTED
+    assert reminders(await agent.ainvoke(ask())) == EXPECTED
 
 
-def test_the_model_sees_each_reminder_once_right_after_the_results() -> None:
-    guard = RepeatToolReminderCallbackHandler()
+@nodes
+def test_the_model_sees_each_reminder_once_right_after_the_results(guarded: Make) -> None:
     model = scripted(repeat("probe", SAME, 3))
-    invoke(agent_graph(model, [probe], guard), guard)
+    guarded(model).invoke(ask())
 
     prompt = model.seen[3]
     assert isinstance(prompt[-2], ToolMessage)
@@ -155,23 +166,23 @@ def test_calls_that_fail_argument_validation_count(handle_tool_errors: Any) -> N
     assert reminders(messages) == [("gentle", "probe", 3)]
 
 
-def test_calls_whose_tool_raises_count() -> None:
+@nodes
+def test_calls_whose_tool_raises_count(guarded: Make) -> None:
     @tool("probe")
     def failing(q: str = "") -> str:
         """Always fails."""
         raise RuntimeError("disk on fire")
 
-    guard = RepeatToolReminderCallbackHandler()
-    messages = invoke(agent_graph(scripted(repeat("probe", SAME, 3)), [failing], guard), guard)
+    messages = guarded(scripted(repeat("probe", SAME, 3)), tools=[failing]).invoke(ask())
 
     assert all("disk on fire" in m.content for m in messages if isinstance(m, ToolMessage))
     assert reminders(messages) == [("gentle", "probe", 3)]
 
 
-def test_three_identical_calls_in_one_turn_reach_three() -> None:
-    guard = RepeatToolReminderCallbackHandler()
+@nodes
+def test_three_identical_calls_in_one_turn_reach_three(guarded: Make) -> None:
     script = [turn(call("probe", SAME), call("probe", SAME), call("probe", SAME))]
-    messages = invoke(agent_graph(scripted(script), [probe], guard), guard)
+    messages = guarded(scripted(script)).invoke(ask())
 
     assert reminders(messages) == [("gentle", "probe", 3)]
     assert [type(m).__name__ for m in messages[1:6]] == [
@@ -185,7 +196,10 @@ def _ordered_script() -> list[AIMessage]:
     return [turn(call("probe", {"q": "a"})), turn(call("probe", {"q": "a"}), call("other", {}))]
 
 
-def test_a_parallel_turn_counts_in_call_order_even_when_the_first_call_finishes_last() -> None:
+@nodes
+def test_a_parallel_turn_counts_in_call_order_even_when_the_first_call_finishes_last(
+    guarded: Make,
+) -> None:
     other_done = threading.Event()
     finished: list[str] = []
 
@@ -204,15 +218,15 @@ def test_a_parallel_turn_counts_in_call_order_even_when_the_first_call_finishes_
         other_done.set()
         return "other"
 
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
-    graph = agent_graph(scripted(_ordered_script()), [slow_probe, quick_other], guard)
-    messages = invoke(graph, guard)
+    agent = guarded(scripted(_ordered_script()), tools=[slow_probe, quick_other], thresholds=[2])
+    messages = agent.invoke(ask())
 
     assert finished == ["probe", "other", "probe"]
     assert reminders(messages) == [("gentle", "probe", 2)]
 
 
-async def test_an_async_parallel_turn_counts_in_call_order_too() -> None:
+@nodes
+async def test_an_async_parallel_turn_counts_in_call_order_too(guarded: Make) -> None:
     other_done = asyncio.Event()
     finished: list[str] = []
 
@@ -231,11 +245,9 @@ async def test_an_async_parallel_turn_counts_in_call_order_too() -> None:
         other_done.set()
         return "other"
 
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
-    graph = agent_graph(scripted(_ordered_script()), [slow_probe, quick_other], guard)
-    messages = (await graph.ainvoke(ask(), {"callbacks": [guard]}))["messages"]
+    agent = guarded(scripted(_ordered_script()), tools=[slow_probe, quick_other], thresholds=[2])
+    messages = await agent.ainvoke(ask())
 
-    assert_adjacent(messages)
     assert finished == ["probe", "other", "probe"]
     assert reminders(messages) == [("gentle", "probe", 2)]
 
@@ -243,10 +255,13 @@ async def test_an_async_parallel_turn_counts_in_call_order_too() -> None:
 # -- resets -----------------------------------------------------------------------------------
 
 
+@nodes
 @pytest.mark.parametrize("message_type", ["system", "human"])
-def test_the_guards_own_messages_never_reset_the_chain(message_type: str) -> None:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3, 4], message_type=message_type)
-    messages = invoke(agent_graph(scripted(repeat("probe", SAME, 4)), [probe], guard), guard)
+def test_the_guards_own_messages_never_reset_the_streak(guarded: Make, message_type: str) -> None:
+    agent = guarded(
+        scripted(repeat("probe", SAME, 4)), thresholds=[2, 3, 4], message_type=message_type
+    )
+    messages = agent.invoke(ask())
 
     assert reminders(messages) == [
         ("gentle", "probe", 2), ("detailed", "probe", 3), ("detailed", "probe", 4),
@@ -255,245 +270,156 @@ def test_the_guards_own_messages_never_reset_the_chain(message_type: str) -> Non
     assert kinds == {"HumanMessage" if message_type == "human" else "SystemMessage"}
 
 
-def test_a_user_message_in_the_middle_of_a_loop_resets_it() -> None:
+@nodes
+def test_a_user_message_in_the_middle_of_a_loop_resets_it(face: str) -> None:
     # A steering message typed while the tools ran: the model reads it before its next turn.
     def steer(state: dict[str, Any]) -> dict[str, Any]:
         tool_results = sum(isinstance(m, ToolMessage) for m in state["messages"])
         return {"messages": [HumanMessage("try harder")] if tool_results == 2 else []}
 
-    guard = RepeatToolReminderCallbackHandler()
+    node, config, schema = node_of(face)
     model = scripted(repeat("probe", SAME, 4))
-    builder = StateGraph(MessagesState)
+    builder = StateGraph(schema)
     builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
     builder.add_node("tools", ToolNode([probe]))
     builder.add_node("steer", steer)
-    builder.add_node("repeat_reminder", RepeatToolReminderNode(guard))
+    builder.add_node("repeat_reminder", node)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", _route)
+    builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "repeat_reminder")
     builder.add_edge("repeat_reminder", "steer")
     builder.add_edge("steer", "agent")
-    messages = invoke(builder.compile(), guard)
+    messages = builder.compile().invoke(ask(), config)["messages"]
 
+    assert_adjacent(messages)
     assert sum(isinstance(m, HumanMessage) and not is_reminder(m) for m in messages) == 2
-    assert reminders(messages) == []
+    assert reminders(messages) == []  # 2 calls, the user spoke, then 2 more
 
 
-# -- one chain per agent ----------------------------------------------------------------------
+# -- placement and state ----------------------------------------------------------------------
 
 
-def test_two_threads_stepping_in_turn_on_one_handler_keep_their_own_counts() -> None:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
-    saver = InMemorySaver()
-    graphs = {
-        thread: agent_graph(scripted(repeat("probe", SAME, 3)), [probe], guard, checkpointer=saver)
-        for thread in ("a", "b")
-    }
-    for graph in graphs.values():
-        graph.interrupt_before_nodes = ["tools"]
-    configs = {t: {"callbacks": [guard], "configurable": {"thread_id": t}} for t in graphs}
+@nodes
+def test_the_node_waits_for_a_turn_to_be_answered_in_full(face: str) -> None:
+    node, config, schema = node_of(face, thresholds=[2])
+    pending = turn(call("probe", SAME), call("probe", SAME))
+    first, second = (ToolMessage("r", tool_call_id=c["id"]) for c in pending.tool_calls)
+    builder = StateGraph(schema)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {**config, "configurable": {"thread_id": "t"}}
 
-    for thread, graph in graphs.items():
-        graph.invoke(ask(), configs[thread])
-    for _ in range(3):  # a, b, a, b, ...: each resume is a run of its own
-        for thread, graph in graphs.items():
-            graph.invoke(None, configs[thread])
-
-    for thread, graph in graphs.items():
-        messages = graph.get_state(configs[thread]).values["messages"]
-        assert_adjacent(messages)
-        assert reminders(messages) == [("gentle", "probe", 2), ("detailed", "probe", 3)]
-    assert guard.agent_count == 2
+    half = graph.invoke({"messages": [HumanMessage("go"), pending, first]}, config)
+    assert reminders(half["messages"]) == []
+    full = graph.invoke({"messages": [second]}, config)
+    assert reminders(full["messages"]) == [("gentle", "probe", 2)]
+    assert_adjacent(full["messages"])
 
 
-def test_concurrent_invocations_without_a_thread_never_share_a_chain() -> None:
-    runs = 8
-    everyone_started = threading.Barrier(runs)
-
-    @tool("probe")
-    def meeting_probe(q: str = "") -> str:
-        """Waits until every run has made its first call."""
-        if q.endswith("#0"):
-            everyone_started.wait(WAIT)
-        return "probed"
-
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
-
-    def one_run(index: int) -> list[Any]:
-        # The first call differs per run, the rest are the same in every run.
-        script = [turn(call("probe", {"q": f"run {index} #0"})), *repeat("probe", SAME, 3)]
-        graph = agent_graph(scripted(script), [meeting_probe], guard)
-        return invoke(graph, guard)
-
-    with ThreadPoolExecutor(runs) as pool:
-        results = list(pool.map(one_run, range(runs)))
-
-    for messages in results:
-        assert reminders(messages) == [("gentle", "probe", 2), ("detailed", "probe", 3)]
-    assert guard.agent_count == 0
+class ObjectState(BaseModel):
+    history: list[BaseMessage]
+    guard_counts: dict[str, Any] | None = None
 
 
-async def test_concurrent_async_invocations_never_share_a_chain() -> None:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2, 3])
-
-    async def one_run(index: int) -> list[Any]:
-        script = repeat("probe", {"q": index % 2}, 3)
-        graph = agent_graph(scripted(script), [_any_probe], guard)
-        return (await graph.ainvoke(ask(), {"callbacks": [guard]}))["messages"]  # type: ignore[no-any-return]
-
-    results = await asyncio.gather(*(one_run(i) for i in range(20)))
-
-    for messages in results:
-        assert_adjacent(messages)
-        assert reminders(messages) == [("gentle", "probe", 2), ("detailed", "probe", 3)]
+def _answered_pair() -> list[BaseMessage]:
+    done = turn(call("probe", SAME), call("probe", SAME))
+    return [
+        HumanMessage("go"),
+        done,
+        *(ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls),
+    ]
 
 
-def _subagent_tool(guard: RepeatToolReminderCallbackHandler, child_calls: int) -> Any:
-    @tool
-    def delegate(task: str) -> str:
-        """Hand a task to a subagent."""
-        child = agent_graph(scripted(repeat("probe", SAME, child_calls)), [probe], guard)
-        # No callbacks passed: the child inherits the parent's through the run context.
-        child_messages = child.invoke({"messages": [HumanMessage(task)]})["messages"]
-        assert_adjacent(child_messages)
-        found = reminders(child_messages)
-        return f"subagent reminders: {found}"
+@nodes
+def test_the_node_reads_state_objects_and_other_keys(face: str) -> None:
+    if face == "handler":
+        guard = RepeatToolReminderCallbackHandler(thresholds=[2])
+        node = RepeatToolReminderNode(guard, messages_key="history")
+        config: dict[str, Any] = {"callbacks": [guard]}
+    else:
+        node = RepeatToolReminderNode(
+            messages_key="history", state_key="guard_counts", thresholds=[2]
+        )
+        config = {}
+    builder = StateGraph(ObjectState)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
 
-    return delegate
+    out = builder.compile().invoke({"history": _answered_pair()}, config)
 
-
-def test_a_subagent_inside_a_tool_has_its_own_chain_and_leaves_the_parents_alone() -> None:
-    guard = RepeatToolReminderCallbackHandler(exclude=["delegate"])
-    delegate = _subagent_tool(guard, child_calls=3)
-    script = [*repeat("probe", SAME, 2), turn(call("delegate", {"task": "look"}))]
-    script += repeat("probe", SAME, 1)
-
-    messages = invoke(agent_graph(scripted(script), [probe, delegate], guard), guard)
-
-    subagent_result = next(
-        m for m in messages if isinstance(m, ToolMessage) and m.name == "delegate"
-    )
-    assert subagent_result.content == "subagent reminders: [('gentle', 'probe', 3)]"
-    assert reminders(messages) == [("gentle", "probe", 3)]
-    assert guard.agent_count == 0
+    assert_adjacent(out["history"])
+    assert reminders(out["history"]) == [("gentle", "probe", 2)]
+    if face == "state":
+        assert out["guard_counts"]["count"] == 2
+    assert node(ObjectState(history=[]), {}) == {}
+    assert node({"history": "not a list"}, {}) == {}
 
 
-def test_two_subagents_started_in_one_turn_count_apart() -> None:
-    guard = RepeatToolReminderCallbackHandler(exclude=["delegate"])
-    delegate = _subagent_tool(guard, child_calls=3)
-    script = [turn(call("delegate", {"task": "one"}), call("delegate", {"task": "two"}))]
+def test_the_state_kept_node_keeps_its_counts_under_the_key_it_is_given() -> None:
+    class Custom(MessagesState):
+        loop_guard: NotRequired[dict[str, Any]]
 
-    messages = invoke(agent_graph(scripted(script), [delegate], guard), guard)
+    node = RepeatToolReminderNode(state_key="loop_guard", thresholds=[2])
+    builder = StateGraph(Custom)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
 
-    results = [m.content for m in messages if isinstance(m, ToolMessage)]
-    assert results == ["subagent reminders: [('gentle', 'probe', 3)]"] * 2
-    assert reminders(messages) == []
+    out = builder.compile().invoke({"messages": _answered_pair()})
+
+    assert_adjacent(out["messages"])
+    assert reminders(out["messages"]) == [("gentle", "probe", 2)]
+    assert out["loop_guard"]["count"] == 2
+    assert "repeat_tool_reminder" not in out
 
 
-def test_a_model_called_inside_a_tool_is_not_the_agent() -> None:
-    inner = scripted([AIMessage("a summary")])
+# -- route ------------------------------------------------------------------------------------
 
-    @tool
-    def summarise(text: str) -> str:
-        """Summarise with a model of its own."""
-        return str(inner.invoke([HumanMessage(f"summarise {text}")]).content)
 
+def test_route_ends_only_after_the_guards_final_message() -> None:
+    node = RepeatToolReminderNode()
+    stopped = escalation_message(Escalation("probe", 6, "repeat", "{}", "end"))
+    reminded = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+
+    assert node.route({"messages": [HumanMessage("go"), stopped]}) == "end"
+    assert node.route({"messages": [HumanMessage("go"), turn(call("probe", SAME))]}) == "continue"
+    assert node.route({"messages": [reminded]}) == "continue"  # a reminder, not the end
+    assert node.route({"messages": [AIMessage("done")]}) == "continue"
+    assert node.route({"messages": []}) == "continue"
+    assert node.route({}) == "continue"
+
+
+def test_route_reads_the_messages_key_of_state_objects() -> None:
     guard = RepeatToolReminderCallbackHandler()
-    script = repeat("summarise", {"text": "x"}, 3)
-    messages = invoke(agent_graph(scripted(script), [summarise], guard), guard)
+    node = RepeatToolReminderNode(guard, messages_key="history")
+    stopped = escalation_message(Escalation("probe", 6, "repeat", "{}", "end"))
 
-    # The inner model's prompt is a user message; were it taken for the agent's, it would
-    # reset the agent's chain after every call.
-    assert reminders(messages) == [("gentle", "summarise", 3)]
-
-
-def test_model_calls_outside_any_graph_are_no_agent() -> None:
-    guard = RepeatToolReminderCallbackHandler()
-    model = scripted([turn(call("probe", SAME))] * 2)
-    model.invoke([HumanMessage("hi")], {"callbacks": [guard]})
-    RunnableLambda(model.invoke).invoke("hi", {"callbacks": [guard]})
-
-    assert guard.agent_count == 0
+    assert node.route(ObjectState(history=[HumanMessage("go"), stopped])) == "end"
+    assert node.route(ObjectState(history=[HumanMessage("go")])) == "continue"
+    assert node.route({"messages": [stopped]}) == "continue"  # not its key
 
 
-def test_a_model_call_with_no_new_turn_and_no_user_message_leaves_the_chain_alone() -> None:
-    # A node that asks the model something aside (no user message, no tool turn) between
-    # the agent's turns does not reset the agent's streak.
-    aside = scripted([AIMessage("noted")] * 3)
-    guard = RepeatToolReminderCallbackHandler()
-    model = scripted(repeat("probe", SAME, 3))
-    builder = StateGraph(MessagesState)
+@nodes
+def test_a_graph_routed_by_the_node_ends_where_the_guard_stopped_the_loop(face: str) -> None:
+    node, config, schema = node_of(face, thresholds=[3], escalate_after=4)
+    model = scripted(repeat("probe", SAME, 9))
+    builder = StateGraph(schema)
     builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
     builder.add_node("tools", ToolNode([probe]))
-    builder.add_node("repeat_reminder", RepeatToolReminderNode(guard))
-    builder.add_node("aside", lambda state: aside.invoke([SystemMessage("note to self")]) and {})
+    builder.add_node("repeat_reminder", node)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", _route)
+    builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "repeat_reminder")
-    builder.add_edge("repeat_reminder", "aside")
-    builder.add_edge("aside", "agent")
-    messages = invoke(builder.compile(), guard)
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    messages = builder.compile().invoke(ask(), config)["messages"]
 
-    assert reminders(messages) == [("gentle", "probe", 3)]
-
-
-# -- bounded memory ---------------------------------------------------------------------------
-
-
-def test_runs_without_a_thread_leave_nothing_behind() -> None:
-    guard = RepeatToolReminderCallbackHandler()
-    for _ in range(5):
-        invoke(agent_graph(scripted(repeat("probe", SAME, 4)), [probe], guard), guard)
-
-    assert guard.agent_count == 0
-    assert guard._runs == {}
+    assert_adjacent(messages)
+    assert sum(isinstance(m, ToolMessage) for m in messages) == 4
+    assert messages[-1].additional_kwargs["repeat_tool_reminder"]["level"] == "escalated"
+    assert len(model.seen) == 4  # the model was not called again
 
 
-def test_threads_beyond_the_cap_forget_the_least_recent() -> None:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
-    guard.max_agents = 2
-    saver = InMemorySaver()
-
-    def step(thread: str) -> list[Any]:
-        graph = agent_graph(scripted(repeat("probe", SAME, 1)), [probe], guard, checkpointer=saver)
-        graph.interrupt_before_nodes = ["tools"]
-        config = {"callbacks": [guard], "configurable": {"thread_id": thread}}
-        if graph.get_state(config).next:
-            graph.invoke(None, config)
-        else:
-            graph.invoke(ask(), config)
-        graph.invoke(None, config)
-        return graph.get_state(config).values["messages"]  # type: ignore[no-any-return]
-
-    for thread in ("a", "b", "c"):
-        step(thread)
-    assert guard.agent_count == 2
-
-
-def test_a_cap_of_one_chain_degrades_without_failing() -> None:
-    guard = RepeatToolReminderCallbackHandler(exclude=["delegate"])
-    guard.max_agents = 1
-    delegate = _subagent_tool(guard, child_calls=3)
-    script = [*repeat("probe", SAME, 2), turn(call("delegate", {"task": "look"}))]
-    script += repeat("probe", SAME, 1)
-
-    messages = invoke(agent_graph(scripted(script), [probe, delegate], guard), guard)
-
-    # The subagent's chain pushed the parent's out: the parent starts over, and says nothing.
-    assert reminders(messages) == []
-    assert guard.agent_count == 0
-
-
-def test_a_tiny_run_cap_degrades_without_failing() -> None:
-    guard = RepeatToolReminderCallbackHandler()
-    guard.max_runs = 1
-    messages = invoke(agent_graph(scripted(repeat("probe", SAME, 3)), [probe], guard), guard)
-
-    assert len(guard._runs) <= 1
-    assert len([m for m in messages if isinstance(m, ToolMessage)]) == 3
-
-
-# -- the node on its own ----------------------------------------------------------------------
+# -- warnings ---------------------------------------------------------------------------------
 
 
 def test_the_node_without_the_handler_in_the_callbacks_warns_once_and_adds_nothing(
@@ -511,41 +437,46 @@ def test_the_node_without_the_handler_in_the_callbacks_warns_once_and_adds_nothi
     assert len(warnings) == 1
 
 
-def test_the_node_waits_for_a_turn_to_be_answered_in_full() -> None:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
-    pending = turn(call("probe", SAME), call("probe", SAME))
-    first, second = (ToolMessage("r", tool_call_id=c["id"]) for c in pending.tool_calls)
-    builder = StateGraph(MessagesState)
-    builder.add_node("node", RepeatToolReminderNode(guard))
-    builder.add_edge(START, "node")
-    graph = builder.compile(checkpointer=InMemorySaver())
-    config = {"callbacks": [guard], "configurable": {"thread_id": "t"}}
-
-    half = graph.invoke({"messages": [HumanMessage("go"), pending, first]}, config)
-    assert reminders(half["messages"]) == []
-    full = graph.invoke({"messages": [second]}, config)
-    assert reminders(full["messages"]) == [("gentle", "probe", 2)]
+def _state_kept_node_before_the_tools() -> tuple[Any, RepeatToolReminderNode]:
+    model = scripted(repeat("probe", SAME, 5))
+    node = RepeatToolReminderNode()
+    builder = StateGraph(RepeatToolReminderState)
+    builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
+    builder.add_node("tools", ToolNode([probe]))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "repeat_reminder", END: END})
+    builder.add_edge("repeat_reminder", "tools")
+    builder.add_edge("tools", "agent")
+    return builder.compile(), node
 
 
-def test_the_node_reads_state_objects_and_other_keys() -> None:
-    class ObjectState(BaseModel):
-        history: list[BaseMessage]
+def test_a_state_kept_node_before_the_tools_node_never_sees_a_finished_turn() -> None:
+    graph, node = _state_kept_node_before_the_tools()
+    messages = graph.invoke(ask())["messages"]
 
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
-    node = RepeatToolReminderNode(guard, messages_key="history")
-    done = turn(call("probe", SAME), call("probe", SAME))
-    results = [ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls]
-    builder = StateGraph(ObjectState)
-    builder.add_node("node", node)
-    builder.add_edge(START, "node")
+    assert_adjacent(messages)
+    assert reminders(messages) == []
+    assert node.stats.snapshot()["calls"] == 0  # every turn it sees still waits for results
 
-    out = builder.compile().invoke(
-        {"history": [HumanMessage("go"), done, *results]}, {"callbacks": [guard]}
-    )
 
-    assert reminders(out["history"]) == [("gentle", "probe", 2)]
-    assert node(ObjectState(history=[]), {}) == {}
-    assert node({"history": "not a list"}, {}) == {}
+@pytest.mark.xfail(
+    strict=True,
+    reason="package bug: a state-kept node that never saw a finished turn warns that the "
+    "state lacks its field, though the graph is built on RepeatToolReminderState",
+)
+def test_a_misplaced_state_kept_node_is_not_told_its_state_lacks_the_field(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    graph, _ = _state_kept_node_before_the_tools()
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        assert_adjacent(graph.invoke(ask())["messages"])
+
+    warned = [r.getMessage() for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert not any("which this graph's state does not have" in line for line in warned), warned
+
+
+# -- construction -----------------------------------------------------------------------------
 
 
 def test_the_node_takes_a_handler_or_a_configuration_not_both() -> None:
@@ -556,36 +487,14 @@ def test_the_node_takes_a_handler_or_a_configuration_not_both() -> None:
         RepeatToolReminderNode(guard, thresholds=[2])
     with pytest.raises(TypeError, match="the handler has its own configuration"):
         RepeatToolReminderNode(guard, config=ReminderConfig())
-    assert RepeatToolReminderNode(guard).config is guard.config
+    node = RepeatToolReminderNode(guard)
+    assert node.config is guard.config
+    assert node.stats is guard.stats
+    assert node.tool_policies is guard.tool_policies
     assert RepeatToolReminderNode(thresholds=[4, 2]).config.thresholds == (2, 4)
-
-
-def test_the_handler_takes_a_config_or_fields_not_both() -> None:
     config = ReminderConfig(thresholds=[2])
-    assert RepeatToolReminderCallbackHandler(config).config is config
+    assert RepeatToolReminderNode(config=config).config is config
     with pytest.raises(TypeError, match="not both"):
-        RepeatToolReminderCallbackHandler(config, thresholds=[3])
-    with pytest.raises(TypeError, match="must be a ReminderConfig"):
-        RepeatToolReminderCallbackHandler({"thresholds": [3]})  # type: ignore[arg-type]
-    with pytest.raises(
-        TypeError, match="unknown ReminderConfig field 'treshold'; did you mean 'thresholds'"
-    ):
-        RepeatToolReminderCallbackHandler(treshold=[3])
-    with pytest.raises(
-        TypeError, match="unknown ReminderConfig field 'zzz'; fields are thresholds, "
-    ):
-        RepeatToolReminderCallbackHandler(zzz=1)
-
-
-# -- helpers ----------------------------------------------------------------------------------
-
-
-def _route(state: Any) -> str:
-    last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "__end__"
-
-
-@tool("probe")
-def _any_probe(q: Any = None) -> str:
-    """Look anything up."""
-    return "probed"
+        RepeatToolReminderNode(config=config, thresholds=[3])
+    with pytest.raises(TypeError, match="did you mean 'thresholds'"):
+        RepeatToolReminderNode(treshold=[3])  # type: ignore[call-arg]

@@ -1,8 +1,9 @@
 """Hostile arguments: whatever a model or a caller puts in a tool call, nothing breaks.
 
 Each kind goes through `canonicalize` (no exception, valid UTF-8, the same text every time)
-and through real agent runs, three identical calls each, on the handler + node graph and on
-`create_agent` with the middleware: the run completes and the third call draws its reminder.
+and through real agent runs, three identical calls each, through every face (the handler and
+its node, the state-kept node, `create_agent` with the middleware): the run completes and the
+third call draws its reminder.
 """
 
 from __future__ import annotations
@@ -25,23 +26,12 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel
 
-from repeat_reminder_langchain import (
-    RepeatToolReminderCallbackHandler,
-    RepeatToolReminderMiddleware,
-    canonicalize,
-)
+from repeat_reminder_langchain import RepeatToolReminderMiddleware, canonicalize
 
-from .helpers import (
-    agent_graph,
-    ask,
-    assert_adjacent,
-    call,
-    other,
-    probe,
-    reminders,
-    scripted,
-    turn,
-)
+from .conftest import Guarded
+from .helpers import ask, assert_adjacent, call, other, probe, reminders, scripted, turn
+
+Make = Callable[..., Guarded]
 
 
 def _cycle_dict() -> Any:
@@ -269,23 +259,10 @@ def test_the_generator_is_not_consumed() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_a_graph_run_with_the_handler_survives_and_counts(hostile: Any) -> None:
-    guard = RepeatToolReminderCallbackHandler()
-    model = scripted([turn(call("nowhere", hostile)) for _ in range(3)])
-    messages = agent_graph(model, [probe], guard).invoke(ask(), {"callbacks": [guard]})["messages"]
+def test_an_agent_run_survives_and_counts(guarded: Make, hostile: Any) -> None:
+    agent = guarded(scripted([turn(call("nowhere", hostile)) for _ in range(3)]))
 
-    assert_adjacent(messages)
-    assert reminders(messages) == [("gentle", "nowhere", 3)]
-
-
-@pytest.mark.timeout(60)
-def test_a_create_agent_run_with_the_middleware_survives_and_counts(hostile: Any) -> None:
-    model = scripted([turn(call("nowhere", hostile)) for _ in range(3)])
-    agent = create_agent(model, tools=[probe], middleware=[RepeatToolReminderMiddleware()])
-    messages = agent.invoke(ask())["messages"]
-
-    assert_adjacent(messages)
-    assert reminders(messages) == [("gentle", "nowhere", 3)]
+    assert reminders(agent.invoke(ask())) == [("gentle", "nowhere", 3)]
 
 
 def test_containers_that_fail_while_read_fall_back_to_their_text() -> None:
@@ -294,8 +271,8 @@ def test_containers_that_fail_while_read_fall_back_to_their_text() -> None:
 
 
 def test_malformed_argument_json_counts_as_its_text() -> None:
-    # Each turn: a call the tools answer, and a call whose arguments are not JSON, which
-    # create_agent answers only in the request it sends the model, never in the state.
+    # Each turn: a call the tools answer, and a call whose arguments are not JSON, which never
+    # reaches a tool: create_agent answers it with an error result of its own.
     def mixed(n: int) -> AIMessage:
         return AIMessage(
             "",
@@ -318,5 +295,6 @@ def test_malformed_argument_json_counts_as_its_text() -> None:
     )
     messages = agent.invoke(ask())["messages"]
 
+    assert_adjacent(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]
     assert canonicalize('{"q": "unterminated') == '"{\\"q\\": \\"unterminated"'

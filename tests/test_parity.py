@@ -134,6 +134,8 @@ def test_keys_chains_per_agent_one_agent_repeating_never_trips_another() -> None
     a = graph_a.invoke(ask(), {"callbacks": [guard], "configurable": {"thread_id": "a"}})
     b = graph_b.invoke(ask(), {"callbacks": [guard], "configurable": {"thread_id": "b"}})
 
+    assert_adjacent(a["messages"])
+    assert_adjacent(b["messages"])
     assert reminders(a["messages"]) == []
     assert reminders(b["messages"]) == [("gentle", "probe", 3)]
 
@@ -160,6 +162,7 @@ def test_drops_an_agent_chain_when_its_run_ends() -> None:
     for _ in range(2):
         graph = agent_graph(scripted(repeat("probe", {"q": "same"}, 1)), [probe], guard)
         messages = graph.invoke(ask(), {"callbacks": [guard]})["messages"]
+        assert_adjacent(messages)
         assert reminders(messages) == []
         assert guard.agent_count == 0
 
@@ -185,7 +188,9 @@ def test_ignores_direct_tool_runs_with_no_agent_they_neither_crash_nor_advance_a
     assert probe.invoke({"q": "same"}, config={"callbacks": [guard]}) == "probed same"
     assert guard.agent_count == 0
     graph = agent_graph(scripted(repeat("probe", {"q": "same"}, 1)), [probe], guard)
-    assert reminders(graph.invoke(ask(), {"callbacks": [guard]})["messages"]) == []
+    messages = graph.invoke(ask(), {"callbacks": [guard]})["messages"]
+    assert_adjacent(messages)
+    assert reminders(messages) == []
 
 
 # -- the reminder never replaces what other code decided about the result ------------------

@@ -1,4 +1,4 @@
-"""Properties: canonical texts against JSON equality, and the chain against a reference model."""
+"""Properties: canonical texts against JSON equality, and the streaks against a reference."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
 from repeat_reminder_langchain.canonical import _orjson_text, _pure_text
-from repeat_reminder_langchain.chain import Chain
-from repeat_reminder_langchain.messages import observe, reminder_message
+from repeat_reminder_langchain.conversation import tally_conversation
+from repeat_reminder_langchain.messages import reminder_message
+from repeat_reminder_langchain.streaks import Streaks
 
 # Text with every code point, lone surrogates included: they must survive as escapes.
 TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
@@ -128,26 +129,30 @@ def test_integer_keys_are_their_decimal_strings(value: dict[int, Any]) -> None:
     assert canonicalize(value) == canonicalize({str(k): v for k, v in value.items()})
 
 
-# -- the chain against a ten-line reference ----------------------------------------------------
+# -- the streaks against a ten-line reference ------------------------------------------------
 
 THRESHOLDS = (2, 3, 5)
 CONFIG = ReminderConfig(thresholds=THRESHOLDS, exclude=["todo*"])
 CALLS = st.tuples(
     st.sampled_from(["probe", "other", "todo_write"]),
     st.sampled_from([{"q": 1}, {"q": 1.0}, {"q": 2}, {"q": [1, {"b": 2, "a": 1}]}]),
+    # The call's id: its own, the one of the call before it (some models reuse ids within a
+    # turn), or none at all.
+    st.sampled_from(["own", "shared", "none"]),
 )
+Calls = list[tuple[str, dict[str, Any], str]]
 
 
 class Reference:
-    """The rules, as plainly as they can be written."""
+    """The rules, as plainly as they can be written: every call of a turn counts, in order."""
 
     def __init__(self) -> None:
         self.last: Any = None
         self.count = 0
 
-    def calls(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, str, int]]:
+    def calls(self, calls: Calls) -> list[tuple[str, str, int]]:
         due = []
-        for tool, args in calls:
+        for tool, args, _ in calls:
             if tool.startswith("todo"):
                 continue
             key = (tool, json.dumps(args, sort_keys=True).replace("1.0", "1"))
@@ -162,44 +167,54 @@ class Reference:
         self.last, self.count = None, 0
 
 
-class ChainMachine(RuleBasedStateMachine):
-    """Random conversations: turns of one to three calls, answered at once or in two goes,
-    user messages, and repeated looks at an unchanged conversation."""
+class StreaksMachine(RuleBasedStateMachine):
+    """Random conversations: turns of one to three calls, with their own, shared or no ids,
+    answered at once or in two goes, user messages, and repeated looks at an unchanged
+    conversation."""
 
     @initialize()
     def start(self) -> None:
         self.messages: list[BaseMessage] = [HumanMessage("go")]
-        self.chain = Chain()
+        self.streaks = Streaks()
         self.reference = Reference()
         self.ids = itertools.count()
         self.got: list[tuple[str, str, int]] = []
         self.expected: list[tuple[str, str, int]] = []
 
     def look(self) -> None:
-        tally = observe(self.chain, self.messages, CONFIG)
-        self.chain = tally.chain
+        tally = tally_conversation(self.streaks, self.messages, CONFIG)
+        self.streaks = tally.streaks
         self.got += [(r.level, r.tool, r.count) for r in tally.reminders]
         self.messages += [reminder_message(r) for r in tally.reminders]
 
-    def ask(self, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolMessage]:
-        tool_calls = [
-            {"name": tool, "args": args, "id": f"c{next(self.ids)}"} for tool, args in calls
-        ]
+    def ask(self, calls: Calls) -> list[ToolMessage]:
+        """The model's turn making `calls`; the results due, one per call with an id."""
+        tool_calls: list[dict[str, Any]] = []
+        for tool, args, kind in calls:
+            if kind == "none":
+                call_id = ""
+            elif kind == "shared" and tool_calls and tool_calls[-1]["id"]:
+                call_id = tool_calls[-1]["id"]
+            else:
+                call_id = f"c{next(self.ids)}"
+            tool_calls.append({"name": tool, "args": args, "id": call_id})
         self.messages.append(AIMessage("", tool_calls=tool_calls, id=f"m{next(self.ids)}"))
-        return [ToolMessage("r", tool_call_id=c["id"]) for c in tool_calls]
+        return [ToolMessage("r", tool_call_id=c["id"]) for c in tool_calls if c["id"]]
 
     @rule(calls=st.lists(CALLS, min_size=1, max_size=3))
-    def turn(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    def turn(self, calls: Calls) -> None:
         self.messages += reversed(self.ask(calls))  # results in any order
         self.expected += self.reference.calls(calls)
         self.look()
 
     @rule(calls=st.lists(CALLS, min_size=2, max_size=3))
-    def turn_answered_in_two_goes(self, calls: list[tuple[str, dict[str, Any]]]) -> None:
-        first, *rest = self.ask(calls)
-        self.messages.append(first)
-        self.look()  # a turn still waiting for results counts nothing yet
-        self.messages += rest
+    def turn_answered_in_two_goes(self, calls: Calls) -> None:
+        results = self.ask(calls)
+        if len(results) >= 2:
+            self.messages.append(results[0])
+            self.look()  # a turn still waiting for results counts nothing yet
+            results = results[1:]
+        self.messages += results
         self.expected += self.reference.calls(calls)
         self.look()
 
@@ -217,8 +232,8 @@ class ChainMachine(RuleBasedStateMachine):
     def reminders_match_the_reference(self) -> None:
         assert self.got == self.expected
         if self.reference.count:
-            assert self.chain.count == self.reference.count
+            assert self.streaks.count == self.reference.count
 
 
-TestChainMachine = ChainMachine.TestCase
-TestChainMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TestStreaksMachine = StreaksMachine.TestCase
+TestStreaksMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)

@@ -1,0 +1,196 @@
+"""What the guard reports: custom events, log lines with their fields, and reporting off-graph."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+import repeat_reminder_langchain.middleware as middleware_module
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
+from repeat_reminder_langchain.events import (
+    areport,
+    escalation_event,
+    reminder_event,
+    report,
+)
+from repeat_reminder_langchain.reminder import Escalation, Reminder
+from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain.streaks import Streaks, Tally
+
+from .conftest import Guarded
+from .helpers import ask, assert_adjacent, call, final_messages, reminders, repeat, scripted, turn
+
+SAME = {"q": "same"}
+Make = Callable[..., Guarded]
+DIGEST = re.compile("^[0-9a-f]{32}$")
+
+
+class Collector(BaseCallbackHandler):
+    """Collects the custom events of a synchronous run."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        self.events.append((name, data))
+
+
+# -- custom events ----------------------------------------------------------------------------
+
+
+async def test_reminders_are_custom_events_in_astream_events(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 2)), thresholds=[2])
+    run = [e async for e in agent.graph.astream_events(ask(), agent.run_config(), version="v2")]
+    events = [e for e in run if e["event"] == "on_custom_event"]
+
+    assert_adjacent(final_messages(run))
+    assert [e["name"] for e in events] == ["repeat_tool_reminder"]
+    data = events[0]["data"]
+    assert data == {
+        "tool": "probe",
+        "count": 2,
+        "level": "gentle",
+        "detector": "repeat",
+        "summary": "probe × 2",
+        "arguments_digest": data["arguments_digest"],
+        "mode": "remind",
+        "delivered": True,
+        "thread_id": None,
+    }
+    assert DIGEST.match(data["arguments_digest"])
+
+
+def test_events_name_the_thread_of_the_run(guarded: Make, thread: str) -> None:
+    agent = guarded(
+        scripted(repeat("probe", SAME, 2)), checkpointer=InMemorySaver(), thresholds=[2]
+    )
+    collector = Collector()
+    agent.invoke(ask(), thread, callbacks=[collector])
+
+    assert [(name, data["thread_id"]) for name, data in collector.events] == [
+        ("repeat_tool_reminder", thread)
+    ]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_observed_reminders_are_custom_events_marked_not_delivered(
+    guarded: Make, asynchronous: bool
+) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 3)), mode="observe")
+    if asynchronous:
+        run = [e async for e in agent.graph.astream_events(ask(), agent.run_config(), version="v2")]
+        assert_adjacent(final_messages(run))
+        events = [(e["name"], e["data"]) for e in run if e["event"] == "on_custom_event"]
+    else:
+        collector = Collector()
+        agent.invoke(ask(), callbacks=[collector])
+        events = collector.events
+
+    assert [(name, data["delivered"], data["mode"]) for name, data in events] == [
+        ("repeat_tool_reminder", False, "observe")
+    ]
+
+
+def test_event_data_says_what_fired_and_where() -> None:
+    reminder = Reminder("grep", 5, "detailed", '{"q":1}', "d" * 32, "stale")
+    assert reminder_event(reminder, ReminderConfig(mode="observe"), False, "t-1") == {
+        "tool": "grep",
+        "count": 5,
+        "level": "detailed",
+        "detector": "stale",
+        "summary": "grep × 5",
+        "arguments_digest": "d" * 32,
+        "mode": "observe",
+        "delivered": False,
+        "thread_id": "t-1",
+    }
+    escalation = Escalation("grep", 9, "repeat", '{"q":1}', "end", "d" * 32)
+    config = ReminderConfig(escalate_after=9)
+    event = escalation_event(escalation, config, "t-1")
+    assert {k: event[k] for k in ("tool", "count", "detector", "behavior", "acted")} == {
+        "tool": "grep",
+        "count": 9,
+        "detector": "repeat",
+        "behavior": "end",
+        "acted": True,
+    }
+    assert escalation_event(escalation, config, acted=False)["acted"] is False
+    observing = ReminderConfig(escalate_after=9, mode="observe")
+    assert escalation_event(escalation, observing)["acted"] is False  # observe never acts
+
+
+# -- log lines --------------------------------------------------------------------------------
+
+
+def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = {"token": "s3cr3t-value"}
+    agent = guarded(scripted(repeat("probe", secret, 2)), thresholds=[2])
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        agent.invoke(ask(), "t-9")
+
+    (record,) = [r for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    line = record.getMessage()
+    assert record.levelno == logging.INFO
+    assert line.startswith("repeat tool reminder sent: probe × 2 (gentle, repeat), arguments ")
+    assert re.search(r", thread t-9, run [0-9a-f-]{36}$", line)
+    assert "s3cr3t" not in line
+    # The same, as fields, for structured logging.
+    fields = record.__dict__
+    assert fields["repeat_tool_reminder"]["summary"] == "probe × 2"
+    assert fields["thread_id"] == "t-9"
+    assert str(fields["run_id"]) in line
+    assert "s3cr3t" not in str(fields["repeat_tool_reminder"])
+
+
+# -- reporting outside a graph ----------------------------------------------------------------
+
+
+def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCaptureFixture) -> None:
+    stats = Stats()
+    tally = Tally(Streaks(), [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
+    with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
+        report(tally, stats, ReminderConfig(), None)
+        asyncio.run(areport(tally, stats, ReminderConfig(mode="observe"), None))
+        report(tally, stats, ReminderConfig(), None, "undelivered")
+
+    snapshot = stats.snapshot()
+    assert snapshot["calls"] == 3
+    assert snapshot["reminders"] == {"grep": {"gentle": 1}}
+    assert snapshot["undelivered"] == {"grep": {"gentle": 2}}
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("repeat_tool_reminder event not dispatched") == 3
+    assert messages.count("repeat_tool_reminder event not written to the custom stream") == 3
+    assert any(m.startswith("repeat tool reminder sent: grep × 3") for m in messages)
+    assert any(m.startswith("repeat tool reminder observed, not sent (observe mode): grep × 3")
+               for m in messages)  # fmt: skip
+    assert any(m.startswith("repeat tool reminder due but not delivered (") for m in messages)
+
+
+async def test_the_middleware_hooks_work_outside_a_graph_and_survive_their_own_bugs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    middleware = RepeatToolReminderMiddleware(thresholds=[2])
+    done = turn(call("probe", SAME), call("probe", SAME))
+    results = [ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls]
+    state = {"messages": [done, *results]}
+    update = middleware.before_model(state, None)  # type: ignore[arg-type]
+    assert update is not None
+    assert reminders(update["messages"]) == [("gentle", "probe", 2)]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(middleware_module, "act", broken)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        assert await middleware.abefore_model(state, None) is None  # type: ignore[arg-type]
+    assert "repeat reminder middleware failed" in caplog.text
