@@ -142,7 +142,8 @@ class LogReader:
     Attributes:
         skipped: What was skipped so far, with `skip_bad`.
         problems: The first few of those, each as an error message.
-        done: Bytes read so far, of `total` (the size of the files; 0 when unknown).
+        total: The size of the files named, in bytes (standard input not included).
+        sources: The files named, globs expanded.
     """
 
     def __init__(
@@ -159,7 +160,7 @@ class LogReader:
         self.skipped = 0
         self.problems: list[str] = []
         self.total = 0
-        self.done = 0
+        self.sources: list[str] = []
         self._stdin = stdin
         self._index = 0
         self._counted: list[_Counted] = []
@@ -191,6 +192,7 @@ class LogReader:
             else:
                 found.append(source)
         self.total = sum(os.path.getsize(path) for path in found if path != "-")
+        self.sources = found
         return found
 
     def read(self, sources: Sequence[str]) -> Iterator[Conversation]:
