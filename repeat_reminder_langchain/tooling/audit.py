@@ -358,6 +358,7 @@ class Auditor:
         wasted_turns: set[int] = set()
         present: set[str] = set()
         calls = wasted = 0
+        stopped: tuple[str, str, int] | None = None
         for number, item in enumerate(replay(messages, self.config, self.policies), start=1):
             call, trace = item.call, item.trace
             tool = tools.get(call.tool)
@@ -379,6 +380,14 @@ class Auditor:
                 wasted_turns.add(item.message)
             found = trace.reminder or trace.escalation
             finding = None
+            if trace.escalation is not None:
+                # Replayed, a stopped loop goes on past the stop, escalating at every call;
+                # at run time it ended (or was blocked) at the first: one finding per loop.
+                key = (call.tool, trace.escalation.detector, trace.escalation.count - 1)
+                repeated = key == stopped
+                stopped = (*key[:2], trace.escalation.count)
+                if repeated:
+                    found = None
             if found is not None:
                 level = "escalated" if trace.reminder is None else trace.reminder.level
                 setattr(tool, level, getattr(tool, level) + 1)

@@ -204,37 +204,38 @@ class LogReader:
         for source in self.expand(sources):
             yield from self._read_source(source)
 
-    def _open(self, source: str) -> IO[bytes]:
-        raw: IO[bytes]
+    def _raw(self, source: str) -> IO[bytes]:
         if source == "-":
-            raw = self._stdin if self._stdin is not None else sys.stdin.buffer
-        else:
-            try:
-                raw = open(source, "rb")  # noqa: SIM115 - closed by the caller
-            except OSError as error:
-                raise LogError(f"{source}: cannot open it ({error.strerror})") from None
-        counted = _Counted(raw)
-        self._counted.append(counted)
-        stream: IO[bytes] = io.BufferedReader(counted, buffer_size=1 << 16)
-        if stream.peek(2)[:2] == b"\x1f\x8b":  # type: ignore[attr-defined]
+            return self._stdin if self._stdin is not None else sys.stdin.buffer
+        try:
+            return open(source, "rb")  # noqa: SIM115 - closed by the caller
+        except OSError as error:
+            raise LogError(f"{source}: cannot open it ({error.strerror})") from None
+
+    @staticmethod
+    def _open(counted: _Counted) -> IO[bytes]:
+        """The bytes of a source: decompressed when gzip, without a byte-order mark."""
+        stream: Any = io.BufferedReader(counted, buffer_size=1 << 16)
+        if stream.peek(2)[:2] == b"\x1f\x8b":
             stream = io.BufferedReader(gzip.GzipFile(fileobj=stream), buffer_size=1 << 16)  # type: ignore[arg-type]
-        if stream.peek(3)[:3] == b"\xef\xbb\xbf":  # type: ignore[attr-defined]
+        if stream.peek(3)[:3] == b"\xef\xbb\xbf":
             stream.read(3)
-        return stream
+        return stream  # type: ignore[no-any-return]
 
     def _read_source(self, source: str) -> Iterator[Conversation]:
-        stream = self._open(source)
-        counted = self._counted[-1]
+        raw = self._raw(source)
+        counted = _Counted(raw)
+        self._counted.append(counted)
         try:
-            values = self._values(source, stream)
-            yield from self._conversations(source, values)
+            stream = self._open(counted)
+            yield from self._conversations(source, self._values(source, stream))
         except (OSError, EOFError, zlib.error) as error:
             raise LogError(f"{source}: cannot read it ({_reason(error)})") from None
         finally:
             self._counted.remove(counted)
             self._finished += counted.count
             if source != "-":
-                stream.close()
+                raw.close()
 
     def _values(self, source: str, stream: IO[bytes]) -> Iterator[tuple[Any, _Where]]:
         """The top-level values of a source: its lines, or its document's items."""
@@ -301,6 +302,9 @@ class LogReader:
         read = 0
         for value, where in values:
             if isinstance(value, Mapping) and _is_message(value):
+                if read:
+                    self._skip(f"{where}: mixes single messages and whole conversations")
+                    continue
                 if pending_at is None:
                     pending_at = where
                 pending.append(value)
@@ -441,7 +445,7 @@ def _document(
     except ijson.JSONError as error:
         if whole is None:
             raise LogError(f"{source}: not JSON ({_first_line(error)})") from None
-        raise LogError(_document_problem(source, whole())) from None
+        raise LogError(_document_problem(source, whole(), head != b"[")) from None
 
 
 def _first_line(error: BaseException) -> str:
@@ -449,7 +453,7 @@ def _first_line(error: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(error).__name__
 
 
-def _document_problem(source: str, data: bytes) -> str:
+def _document_problem(source: str, data: bytes, several: bool = False) -> str:
     """Where and why a JSON document does not parse: `FILE:LINE:COLUMN: not JSON (why)`."""
     if len(data) > _RELOCATE:
         return f"{source}: not JSON (too large to say where it breaks)"
@@ -464,12 +468,13 @@ def _document_problem(source: str, data: bytes) -> str:
     decoder = json.JSONDecoder()
     at = 0
     try:
-        while True:  # concatenated documents are read one after another, as ijson does
-            while at < len(text) and text[at].isspace():
-                at += 1
-            if at == len(text):
-                break
-            _, at = decoder.raw_decode(text, at)
+        if several:  # concatenated documents are read one after another, as ijson does
+            while at < len(text):
+                _, at = decoder.raw_decode(text, at)
+                while at < len(text) and text[at].isspace():
+                    at += 1
+        else:
+            json.loads(text)
     except json.JSONDecodeError as error:
         return f"{source}:{error.lineno}:{error.colno}: not JSON ({error.msg})"
     return f"{source}: not JSON"  # pragma: no cover - ijson and json disagree
