@@ -140,8 +140,11 @@ def plot_steps(
         for level, colour in _REMINDER_COLOUR.items()
         if level != "escalated" or level in levels
     ]
-    figure.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
-    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    # A narrow figure (one run) gets a legend of several rows rather than one cut off.
+    columns = min(len(handles), 3 * len(timelines)) or 1
+    lines = -(-len(handles) // columns)
+    figure.legend(handles=handles, loc="lower center", ncol=columns, frameon=False)
+    figure.tight_layout(rect=(0, min(0.06 * lines, 0.4), 1, 1))
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
