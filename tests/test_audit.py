@@ -236,7 +236,7 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
 
     found = read(path, messages_key="output.messages")
     assert len(found[0].messages) == len(UNGUARDED)
-    with pytest.raises(LogError, match="the record has no field 'output.nothing'"):
+    with pytest.raises(LogError, match=r"the record has no field 'output\.nothing'"):
         read(path, messages_key="output.nothing")
     both = write(tmp_path, "both.json", json.dumps({"a": UNGUARDED, "b": UNGUARDED}))
     with pytest.raises(LogError, match="the fields 'a', 'b' all hold messages: name one with"):
@@ -246,10 +246,22 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "text", "wanted"),
     [
-        ("trunc.json", json.dumps(UNGUARDED, indent=2)[:300], "{}:15:5: not JSON (Unterminated string"),
-        ("bad.json", '[\n  {"role": "user"},\n  {"role": x}\n]', "{}:3:12: not JSON (Expecting value)"),
+        (
+            "trunc.json",
+            json.dumps(UNGUARDED, indent=2)[:300],
+            "{}:15:5: not JSON (Unterminated string",
+        ),
+        (
+            "bad.json",
+            '[\n  {"role": "user"},\n  {"role": x}\n]',
+            "{}:3:12: not JSON (Expecting value)",
+        ),
         ("two.json", '[\n{"role": "user"}\n] [2]', "{}:3:3: not JSON (Extra data)"),
-        ("bad.jsonl", '[{"role": "user"}]\n{"role": nope}\n', "{}:2:10: not JSON (Expecting value)"),
+        (
+            "bad.jsonl",
+            '[{"role": "user"}]\n{"role": nope}\n',
+            "{}:2:10: not JSON (Expecting value)",
+        ),
         ("latin.jsonl", b'[{"role": "user", "content": "caf\xe9"}]\n', "{}:1:34: not UTF-8 text"),
         ("latin.json", b'[\n{"role": "user", "content": "caf\xe9"}]', "{}:2:33: not UTF-8 text"),
         ("empty.json", "\n\n", "{}: empty: it holds no conversations"),
@@ -258,11 +270,27 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
         ("scalar.jsonl", "3\n", "{}:1: expected a conversation or a record, got a number"),
         ("strings.json", '["a", "b"]', "{}:1: a list of conversations holds something else"),
         ("mixed.jsonl", '{"role": "user"}\n[{"role": "user"}]\n', "{}:2: mixes single messages"),
-        ("record.json", '{"task": 1, "reward": 0}', "{}:1: a record with no list of messages (its fields: 'task', 'reward')"),
-        ("unknown.json", '[{"role": "alien", "content": ""}]', "{}:1: message 0: unknown role 'alien'"),
-        ("inner.json", '[[{"role": "user"}], 4]', "{}:1: a list of conversations holds something else"),
+        (
+            "record.json",
+            '{"task": 1, "reward": 0}',
+            "{}:1: a record with no list of messages (its fields: 'task', 'reward')",
+        ),
+        (
+            "unknown.json",
+            '[{"role": "alien", "content": ""}]',
+            "{}:1: message 0: unknown role 'alien'",
+        ),
+        (
+            "inner.json",
+            '[[{"role": "user"}], 4]',
+            "{}:1: a list of conversations holds something else",
+        ),
         ("badgz.json", b"\x1f\x8b\x08\x00not really gzip", "{}: cannot read it ("),
-        ("strs.json", '[\n"a", null]', "{}: item 0: expected a conversation or a record, got a string"),
+        (
+            "strs.json",
+            '[\n"a", null]',
+            "{}: item 0: expected a conversation or a record, got a string",
+        ),
     ],
 )
 def test_a_bad_file_gets_one_error_line_with_where_and_exit_code_2(
@@ -294,7 +322,7 @@ def test_an_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr("builtins.open", refuse)
-    with pytest.raises(LogError, match="locked.json: cannot open it \\(Permission denied\\)"):
+    with pytest.raises(LogError, match=r"locked\.json: cannot open it \(Permission denied\)"):
         read(path)
 
 
@@ -346,7 +374,8 @@ def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
     start = lines.index("findings: the reminders the guard would have sent")
     assert lines[start + 1 : start + 3] == [
         "conversation  id  message  tool        detector  count  level     arguments",
-        '           0   —        5  job_status  repeat        3  gentle    {"job_id":"nightly-build-7"}',
+        "           0   —        5  job_status  repeat        3  gentle    "
+        '{"job_id":"nightly-build-7"}',
     ]
     assert len(lines) == start + 2 + 5
 
@@ -361,7 +390,12 @@ def test_json_has_the_settings_and_every_finding(
     assert found["settings"]["thresholds"] == [3, 5, 8]
     assert found["conversations"] == 2
     assert found["reminders"] == {"gentle": 2, "detailed": 3, "escalated": 0}
-    assert found["wasted"] == {"calls": 11, "conversations": 2, "tokens": None, "tokens_recorded": 0}
+    assert found["wasted"] == {
+        "calls": 11,
+        "conversations": 2,
+        "tokens": None,
+        "tokens_recorded": 0,
+    }
     assert found["detectors"] == {"repeat": {"reminders": 5, "escalations": 0, "conversations": 2}}
     assert [c["id"] for c in found["top"]] == ["a"]
     assert found["findings"][0] == {
@@ -428,7 +462,7 @@ def test_every_detector_with_the_guards_semantics(
         ("book", "same_error", 3),
     ]
     assert found["wasted"]["calls"] == 1
-    assert run_json(capsys, argv[:4] + ["--exclude", "think,status"])["findings"] == []
+    assert run_json(capsys, [*argv[:4], "--exclude", "think,status"])["findings"] == []
 
 
 def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
@@ -438,7 +472,10 @@ def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
     for number in range(4):
         for tool in ("search", "think"):
             call = {"name": tool, "args": {"q": 1}, "id": f"{tool}{number}"}
-            messages += [AIMessage("", tool_calls=[call]), ToolMessage("r", tool_call_id=call["id"])]
+            messages += [
+                AIMessage("", tool_calls=[call]),
+                ToolMessage("r", tool_call_id=call["id"]),
+            ]
     path = write(tmp_path, "noted.json", json.dumps([messages_to_dict(messages)] * 2))
 
     assert main(["audit", path]) == 0
@@ -458,18 +495,26 @@ def test_escalation_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
     assert main(["audit", path, "--escalate-after", "9", "--fail-on", "detailed"]) == 1
     captured = capsys.readouterr()
-    assert "tool        calls  longest  streaks  gentle  detailed  escalated  wasted" in captured.out
+    assert (
+        "tool        calls  longest  streaks  gentle  detailed  escalated  wasted" in captured.out
+    )
     assert "repeat            3            1              1" in captured.out
     assert "job_status  repeat        9  escalated" in captured.out
     assert "escalated  {" not in captured.out.replace("9  escalated  {", "")  # one per loop
-    assert captured.err == "audit: 3 detailed reminders or stopped loops found (--fail-on detailed)\n"
+    assert (
+        captured.err == "audit: 3 detailed reminders or stopped loops found (--fail-on detailed)\n"
+    )
 
 
 @pytest.mark.parametrize(
     ("fail_on", "code", "said"),
     [
         ("gentle", 1, "audit: 3 reminders found (--fail-on gentle)\n"),
-        ("detailed", 1, "audit: 2 detailed reminders or stopped loops found (--fail-on detailed)\n"),
+        (
+            "detailed",
+            1,
+            "audit: 2 detailed reminders or stopped loops found (--fail-on detailed)\n",
+        ),
         ("3", 1, "audit: 3 reminders found (--fail-on 3)\n"),
         ("4", 0, ""),
     ],
@@ -512,10 +557,14 @@ def test_the_audit_counts_as_the_guard_ran() -> None:
 
     assert (result.tools["job_status"].gentle, result.tools["job_status"].detailed) == (1, 1)
     assert result.count() == 2 and result.count("gentle") == 1
-    assert format_audit(result).splitlines()[0] == "1 conversation · 6 tool calls · thresholds 3, 5, 8"
+    assert (
+        format_audit(result).splitlines()[0] == "1 conversation · 6 tool calls · thresholds 3, 5, 8"
+    )
 
 
-def test_an_output_that_cannot_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_output_that_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
     target = tmp_path / "missing" / "report.html"
 
@@ -566,3 +615,75 @@ def test_the_audit_draws_its_bar_on_stderr(
     monkeypatch.setattr(cli.sys, "stderr", Terminal())
     assert main(["audit", path, "--quiet"]) == 0
     assert cli.sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_where_a_broken_document_breaks_whatever_its_wrapping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pretty = json.dumps(UNGUARDED, indent=2)
+    zipped = write(tmp_path, "broken.json.gz", gzip.compress(pretty[:300].encode()))
+    with pytest.raises(LogError, match=r"broken\.json\.gz:15:5: not JSON \(Unterminated"):
+        read(zipped)
+    bom = write(tmp_path, "bom.json", ("\ufeff" + pretty[:300]).encode())
+    with pytest.raises(LogError, match=r"bom\.json:15:5: not JSON"):
+        read(bom)
+    record = json.dumps({"messages": UNGUARDED}, indent=2)
+    several = write(tmp_path, "several.json", record + "\n" + record[:200])
+    line = record.count("\n") + 2 + record[:200].count("\n")
+    with pytest.raises(LogError, match=rf"several\.json:{line}:\d+: not JSON"):
+        read(several)
+    monkeypatch.setattr("repeat_reminder_langchain.tooling.logs._RELOCATE", 10)
+    with pytest.raises(LogError, match=r"bom\.json: not JSON \(too large to say where it breaks\)"):
+        read(bom)
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "wanted"),
+    [
+        (
+            '{"a": {"b": 1}}',
+            {"messages_key": "a"},
+            "expected a conversation or a record, got an object",
+        ),
+        ("null\n", {}, "expected a conversation or a record, got null"),
+        ("[true, false]\n", {}, "a list of conversations holds something else"),
+    ],
+)
+def test_values_that_are_no_conversation(
+    tmp_path: Path, text: str, options: dict[str, Any], wanted: str
+) -> None:
+    with pytest.raises(LogError, match=wanted):
+        read(write(tmp_path, "odd.jsonl", text), **options)
+
+
+def test_skip_bad_keeps_the_first_five_problems(tmp_path: Path) -> None:
+    lines = ['{"role": "user", "content": "alone"}', json.dumps(UNGUARDED)]
+    lines += [f"{{bad {n}" for n in range(6)]
+    reader = LogReader(skip_bad=True)
+    found = list(reader.read([write(tmp_path, "bad.jsonl", "\n".join(lines))]))
+
+    assert [c.format for c in found] == ["openai"]  # the conversation after it was skipped
+    assert reader.skipped == 7
+    assert len(reader.problems) == 5
+    assert reader.problems[0].endswith(":2: mixes single messages and whole conversations")
+
+
+def test_without_ijson_a_document_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ijson(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ijson":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ijson)
+    pretty = write(tmp_path, "pretty.json", json.dumps([UNGUARDED, GUARDED], indent=2))
+    record = write(tmp_path, "record.json", json.dumps({"messages": UNGUARDED}, indent=2))
+    assert [c.index for c in read(pretty, record)] == [0, 1, 2]
+    broken = write(tmp_path, "broken.json", json.dumps(UNGUARDED, indent=2)[:300])
+    with pytest.raises(LogError, match=r"broken\.json:15:5: not JSON \(Unterminated"):
+        read(broken)

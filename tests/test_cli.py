@@ -47,9 +47,7 @@ def test_empty_thresholds_are_an_error_not_the_defaults(
     assert "expected whole numbers separated by commas, like 3,5,8" in line
 
 
-def test_list_options_do_not_swallow_the_file(
-    capsys: pytest.CaptureFixture[str], log: str
-) -> None:
+def test_list_options_do_not_swallow_the_file(capsys: pytest.CaptureFixture[str], log: str) -> None:
     found = settings(capsys, ["audit", "--exclude", "think", log, "--json"])
     assert found["exclude"] == ["think"]
 

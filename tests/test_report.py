@@ -69,13 +69,25 @@ def test_without_matplotlib_the_report_says_why_there_is_no_timeline(
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     log = tmp_path / "run.json"
     log.write_text(json.dumps(UNGUARDED), encoding="utf-8")
-    auditor = Auditor(ReminderConfig(), timelines=5)
+    auditor = Auditor(ReminderConfig(exclude=["read_log"]), timelines=5)
     for conversation in LogReader().read([str(log)]):
         auditor.add(conversation)
     text = report.report_html(auditor.finish())
 
     assert "(timelines need matplotlib" in text
     assert "<img" not in text
+    assert "<td>read_log</td><td>untracked</td>" in text
+
+
+def test_a_report_with_nothing_flagged(tmp_path: Path) -> None:
+    log = tmp_path / "quiet.json"
+    log.write_text(json.dumps(UNGUARDED[:5]), encoding="utf-8")
+    path = tmp_path / "report.html"
+
+    assert main(["audit", str(log), "--html", str(path)]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert "no findings: the guard would not have stepped in." in text
+    assert "Flagged conversations" not in text
 
 
 def test_a_report_says_how_many_flagged_conversations_it_left_out(
@@ -149,7 +161,9 @@ class Browser:
     def open(self, url: str) -> str:
         """Open `url` in a new page, once loaded; the page's session."""
         target = self.send("Target.createTarget", url="about:blank")["targetId"]
-        session = str(self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"])
+        session = str(
+            self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        )
         for domain in ("Runtime", "Log", "Network", "Page"):
             self.send(f"{domain}.enable", session)
         self.events.clear()
@@ -179,10 +193,8 @@ class Browser:
         return answer["result"]["value"]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the browser may go before it answers
             self.send("Browser.close")
-        except Exception:  # noqa: S110 - the browser may go before it answers
-            pass
         self._stack.close()
         self.process.wait(timeout=30)
 

@@ -96,3 +96,16 @@ def test_replay_gives_the_reminders_the_guard_would_send() -> None:
         if r.trace is not None and r.trace.reminder is not None
     ]
     assert found == [("gentle", 3), ("detailed", 5), ("detailed", 8)]
+
+
+def test_a_summary_reads_as_one_line_and_a_stray_reminder_marks_nothing() -> None:
+    from repeat_reminder_langchain import Reminder
+    from repeat_reminder_langchain.messages import reminder_message
+    from repeat_reminder_langchain.tooling.transcript import steps
+
+    messages = run_demo(RepeatToolReminderCallbackHandler())
+    assert str(summarize(messages)) == (
+        "6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest streak: job_status × 5"
+    )
+    stray = [*messages, reminder_message(Reminder("never_called", 3, "gentle", "{}"))]
+    assert [s.reminder for s in steps(stray)] == [s.reminder for s in steps(messages)]

@@ -99,4 +99,4 @@ def test_the_html_transcript_shows_the_guards_last_word() -> None:
     from repeat_reminder_langchain import RepeatToolReminderCallbackHandler as Handler
 
     messages = run_demo(Handler(escalate_after=9), heeds=False)
-    assert 'background:#ead7f3' in transcript_html(messages)
+    assert "background:#ead7f3" in transcript_html(messages)

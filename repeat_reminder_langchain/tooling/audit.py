@@ -349,87 +349,82 @@ class Auditor:
         """Audit one conversation; what it found, or None when it found nothing."""
         result = self.result
         result.conversations += 1
-        messages = conversation.messages
-        positions = conversation.positions
-        tools = result.tools
-        detectors = result.detectors
-        findings: list[Finding] = []
-        rows: list[TimelineCall] | None = [] if self._timelines else None
-        wasted_turns: set[int] = set()
-        present: set[str] = set()
-        calls = wasted = 0
-        stopped: tuple[str, str, int] | None = None
-        for number, item in enumerate(replay(messages, self.config, self.policies), start=1):
-            call, trace = item.call, item.trace
-            tool = tools.get(call.tool)
-            if tool is None:
-                tool = tools[call.tool] = ToolAudit()
-            tool.calls += 1
-            calls += 1
-            present.add(call.tool)
-            if trace is None:
-                if rows is not None:
-                    rows.append(_row(number, positions[item.message], call, None))
-                continue
-            tool.longest = max(tool.longest, trace.streak)
-            tool.streaks += trace.streak == 2
-            is_wasted = exceeds(self.config, call.tool, trace.counts)
-            if is_wasted:
-                tool.wasted += 1
-                wasted += 1
-                wasted_turns.add(item.message)
-            found = trace.reminder or trace.escalation
-            finding = None
-            if trace.escalation is not None:
-                # Replayed, a stopped loop goes on past the stop, escalating at every call;
-                # at run time it ended (or was blocked) at the first: one finding per loop.
-                key = (call.tool, trace.escalation.detector, trace.escalation.count - 1)
-                repeated = key == stopped
-                stopped = (*key[:2], trace.escalation.count)
-                if repeated:
-                    found = None
-            if found is not None:
-                level = "escalated" if trace.reminder is None else trace.reminder.level
-                setattr(tool, level, getattr(tool, level) + 1)
-                slot = detectors[found.detector]
-                slot["escalations" if level == "escalated" else "reminders"] += 1
-                finding = Finding(
-                    conversation.index,
-                    conversation.id,
-                    positions[item.message],
-                    trace.position,
-                    call.tool,
-                    found.detector,
-                    found.count,
-                    level,
-                    preview(found.arguments, _SHOWN),
-                )
-                findings.append(finding)
-            if rows is not None:
-                rows.append(
-                    _row(number, positions[item.message], call, trace, finding, is_wasted)
-                )
-        result.calls += calls
-        result.wasted += wasted
-        tokens = self._tokens(messages, wasted_turns)
-        self._reveal(conversation, present, findings)
-        if not findings:
+        walk = _Walk([] if self._timelines else None)
+        for number, item in enumerate(
+            replay(conversation.messages, self.config, self.policies), start=1
+        ):
+            self._call(conversation, number, item, walk)
+        result.calls += walk.calls
+        result.wasted += walk.wasted
+        tokens = self._tokens(conversation.messages, walk.wasted_turns)
+        self._reveal(conversation, walk.present, walk.findings)
+        if not walk.findings:
             return None
-        for detector in {finding.detector for finding in findings}:
-            detectors[detector]["conversations"] += 1
+        for detector in {finding.detector for finding in walk.findings}:
+            result.detectors[detector]["conversations"] += 1
         audited = ConversationAudit(
             conversation.index,
             conversation.id,
             conversation.source,
-            calls,
-            wasted,
+            walk.calls,
+            walk.wasted,
             tokens,
-            tuple(findings),
+            tuple(walk.findings),
         )
         result.flagged.append(audited)
-        if rows is not None:
-            self._keep(audited, rows)
+        if walk.rows is not None:
+            self._keep(audited, walk.rows)
         return audited
+
+    def _call(self, conversation: Conversation, number: int, item: Any, walk: _Walk) -> None:
+        """Count one replayed call into its tool's totals and the conversation's."""
+        call, trace = item.call, item.trace
+        position = conversation.positions[item.message]
+        tool = self.result.tools.get(call.tool)
+        if tool is None:
+            tool = self.result.tools[call.tool] = ToolAudit()
+        tool.calls += 1
+        walk.calls += 1
+        walk.present.add(call.tool)
+        if trace is None:
+            if walk.rows is not None:
+                walk.rows.append(_row(number, position, call, None))
+            return
+        tool.longest = max(tool.longest, trace.streak)
+        tool.streaks += trace.streak == 2
+        wasted = exceeds(self.config, call.tool, trace.counts)
+        if wasted:
+            tool.wasted += 1
+            walk.wasted += 1
+            walk.wasted_turns.add(item.message)
+        found = trace.reminder or trace.escalation
+        if trace.escalation is not None:
+            # Replayed, a stopped loop goes on past the stop, escalating at every call; at
+            # run time it ended (or was blocked) at the first: one finding per loop.
+            key = (call.tool, trace.escalation.detector, trace.escalation.count - 1)
+            if key == walk.stopped:
+                found = None
+            walk.stopped = (*key[:2], trace.escalation.count)
+        finding = None
+        if found is not None:
+            level = "escalated" if trace.reminder is None else trace.reminder.level
+            setattr(tool, level, getattr(tool, level) + 1)
+            slot = self.result.detectors[found.detector]
+            slot["escalations" if level == "escalated" else "reminders"] += 1
+            finding = Finding(
+                conversation.index,
+                conversation.id,
+                position,
+                trace.position,
+                call.tool,
+                found.detector,
+                found.count,
+                level,
+                preview(found.arguments, _SHOWN),
+            )
+            walk.findings.append(finding)
+        if walk.rows is not None:
+            walk.rows.append(_row(number, position, call, trace, finding=finding, wasted=wasted))
 
     def _tokens(self, messages: Sequence[BaseMessage], wasted_turns: set[int]) -> int | None:
         recorded = False
@@ -452,7 +447,7 @@ class Auditor:
     def _reveal(
         self, conversation: Conversation, present: set[str], findings: list[Finding]
     ) -> None:
-        """Replay once more per bookkeeping tool called: what would excluding it reveal?"""
+        """Replay once more per bookkeeping tool called, to see what excluding it reveals."""
         for tool in sorted(present.intersection(BOOKKEEPING_TOOLS)):
             if not self.config.tracks(tool, (self.policies or {}).get(tool)):
                 continue
@@ -497,6 +492,19 @@ class Auditor:
         return result
 
 
+@dataclass(slots=True)
+class _Walk:
+    """What one conversation's calls add up to, while they are counted."""
+
+    rows: list[TimelineCall] | None
+    findings: list[Finding] = field(default_factory=list)
+    wasted_turns: set[int] = field(default_factory=set)
+    present: set[str] = field(default_factory=set)
+    calls: int = 0
+    wasted: int = 0
+    stopped: tuple[str, str, int] | None = None
+
+
 def _detector() -> dict[str, int]:
     return {"reminders": 0, "escalations": 0, "conversations": 0}
 
@@ -506,6 +514,7 @@ def _row(
     position: int,
     call: Any,
     trace: Any,
+    *,
     finding: Finding | None = None,
     wasted: bool = False,
 ) -> TimelineCall:
@@ -647,10 +656,7 @@ def format_audit(result: Audit, top: int = 10) -> str:
     lines += ["", f"top {len(chosen)} conversations by wasted calls"]
     lines += _table(
         ["conversation", "id", "calls", "reminders", "wasted", "tokens"],
-        (
-            [c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)]
-            for c in chosen
-        ),
+        ([c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)] for c in chosen),
     )
     lines += ["", "findings: the reminders the guard would have sent"]
     lines += _table(

@@ -123,37 +123,89 @@ def _fail_on(text: str) -> str | int:
 def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
     group = command.add_argument_group("guard options (as ReminderConfig's fields)")
     add = group.add_argument
-    add("--thresholds", type=_numbers, metavar="N,N,...",
-        help="run lengths of identical calls that draw a reminder (default 3,5,8)")
-    add("--repeat-every", type=_count(1, ", or leave the option out to stay silent"),
-        metavar="N", help="after the last threshold, remind again every N repeats")
-    add("--include", type=_names, action="extend", metavar="PATTERN,...",
-        help="tools to track (* matches anything); repeatable")
-    add("--exclude", type=_names, action="extend", metavar="PATTERN,...",
-        help="tools the guard looks through, e.g. think; repeatable")
-    add("--ignore-arguments", type=_ignore, action="append", metavar="TOOL=ARG,...",
+    add(
+        "--thresholds",
+        type=_numbers,
+        metavar="N,N,...",
+        help="run lengths of identical calls that draw a reminder (default 3,5,8)",
+    )
+    add(
+        "--repeat-every",
+        type=_count(1, ", or leave the option out to stay silent"),
+        metavar="N",
+        help="after the last threshold, remind again every N repeats",
+    )
+    add(
+        "--include",
+        type=_names,
+        action="extend",
+        metavar="PATTERN,...",
+        help="tools to track (* matches anything); repeatable",
+    )
+    add(
+        "--exclude",
+        type=_names,
+        action="extend",
+        metavar="PATTERN,...",
+        help="tools the guard looks through, e.g. think; repeatable",
+    )
+    add(
+        "--ignore-arguments",
+        type=_ignore,
+        action="append",
+        metavar="TOOL=ARG,...",
         help="arguments left out of the comparison, e.g. run_shell=description,timeout*; "
-        "repeatable, one tool each")
-    add("--progress", choices=["none", "result", "auto"],
-        help="result: the same call with a new result starts a new run")
-    add("--detect", type=_detectors, metavar="DETECTOR,...",
-        help="repeat (default), stale, same_error, or all")
-    add("--stale-thresholds", type=_numbers, metavar="N,...",
-        help="identical results of one call that draw a stale reminder (default 3)")
-    add("--same-error-thresholds", type=_numbers, metavar="N,...",
-        help="consecutive identical failures that draw a same_error reminder (default 3)")
-    add("--error-pattern", metavar="REGEX",
-        help="a result whose text this matches is a failure (besides status=error)")
-    add("--arguments-preview-chars", type=_count(1), metavar="N",
-        help="how much of the arguments a detailed reminder quotes (default 500)")
-    add("--escalate-after", type=_count(2), metavar="N",
-        help="stop the loop at this count, as --exit-behavior says")
+        "repeatable, one tool each",
+    )
+    add(
+        "--progress",
+        choices=["none", "result", "auto"],
+        help="result: the same call with a new result starts a new run",
+    )
+    add(
+        "--detect",
+        type=_detectors,
+        metavar="DETECTOR,...",
+        help="repeat (default), stale, same_error, or all",
+    )
+    add(
+        "--stale-thresholds",
+        type=_numbers,
+        metavar="N,...",
+        help="identical results of one call that draw a stale reminder (default 3)",
+    )
+    add(
+        "--same-error-thresholds",
+        type=_numbers,
+        metavar="N,...",
+        help="consecutive identical failures that draw a same_error reminder (default 3)",
+    )
+    add(
+        "--error-pattern",
+        metavar="REGEX",
+        help="a result whose text this matches is a failure (besides status=error)",
+    )
+    add(
+        "--arguments-preview-chars",
+        type=_count(1),
+        metavar="N",
+        help="how much of the arguments a detailed reminder quotes (default 500)",
+    )
+    add(
+        "--escalate-after",
+        type=_count(2),
+        metavar="N",
+        help="stop the loop at this count, as --exit-behavior says",
+    )
     add("--exit-behavior", choices=["end", "error", "interrupt", "block"],
         help="how the guard stops a loop (default end); needs --escalate-after"
         + ("" if audit else "; block needs the middleware, so the demo refuses it"))  # fmt: skip
     if not audit:
-        add("--message-type", choices=["system", "human"],
-            help="send reminders as system messages (default) or as tagged user messages")
+        add(
+            "--message-type",
+            choices=["system", "human"],
+            help="send reminders as system messages (default) or as tagged user messages",
+        )
         add("--mode", choices=["remind", "observe"],
             help="observe: count and report, add nothing to the conversation")  # fmt: skip
 
@@ -183,22 +235,44 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     audit.add_argument("files", metavar="FILE", nargs="+")
-    audit.add_argument("--json", action="store_true",
-                       help="print JSON: the settings used, the totals and every finding")
-    audit.add_argument("--top", type=_count(1), default=10, metavar="N",
-                       help="list the N conversations with the most wasted calls (default 10)")
-    audit.add_argument("--html", metavar="FILE",
-                       help="also write a self-contained HTML report with each flagged "
-                       "conversation's timeline and calls")
-    audit.add_argument("--fail-on", type=_fail_on, metavar="gentle|detailed|N",
-                       help="exit 1 when the audit finds a reminder (gentle: any; detailed: a "
-                       "detailed one or a stopped loop; N: N reminders or more)")
-    audit.add_argument("--skip-bad", action="store_true",
-                       help="count and skip unreadable lines and records instead of stopping")
-    audit.add_argument("--messages-key", metavar="KEY",
-                       help="the record field holding the messages, when several could")
-    audit.add_argument("--id-key", metavar="KEY",
-                       help="the record field holding the conversation's id")
+    audit.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the settings used, the totals and every finding",
+    )
+    audit.add_argument(
+        "--top",
+        type=_count(1),
+        default=10,
+        metavar="N",
+        help="list the N conversations with the most wasted calls (default 10)",
+    )
+    audit.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report with each flagged "
+        "conversation's timeline and calls",
+    )
+    audit.add_argument(
+        "--fail-on",
+        type=_fail_on,
+        metavar="gentle|detailed|N",
+        help="exit 1 when the audit finds a reminder (gentle: any; detailed: a "
+        "detailed one or a stopped loop; N: N reminders or more)",
+    )
+    audit.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="count and skip unreadable lines and records instead of stopping",
+    )
+    audit.add_argument(
+        "--messages-key",
+        metavar="KEY",
+        help="the record field holding the messages, when several could",
+    )
+    audit.add_argument(
+        "--id-key", metavar="KEY", help="the record field holding the conversation's id"
+    )
     audit.add_argument("--quiet", action="store_true", help="no progress bar")  # fmt: skip
     _guard_options(demo, audit=False)
     _guard_options(audit, audit=True)
@@ -246,7 +320,11 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
         return f"{found:,} reminders found (--fail-on gentle)"
     if fail_on == "detailed":
         serious = result.count("detailed") + result.count("escalated")
-        return f"{serious:,} detailed reminders or stopped loops found (--fail-on detailed)" if serious else None
+        return (
+            f"{serious:,} detailed reminders or stopped loops found (--fail-on detailed)"
+            if serious
+            else None
+        )
     if isinstance(fail_on, int) and found >= fail_on:
         return f"{found:,} reminders found (--fail-on {fail_on})"
     return None
@@ -257,9 +335,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     from .logs import LogError, LogReader
     from .progress import ProgressBar
 
-    reader = LogReader(
-        messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad
-    )
+    reader = LogReader(messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
     bar: ProgressBar | None = None
     try:
@@ -314,6 +390,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
 
-
-if __name__ == "__main__":  # pragma: no cover - run as `python -m repeat_reminder_langchain`
-    sys.exit(main())

@@ -325,8 +325,9 @@ def format_stats(stats: StatsSnapshot) -> str:
 
     Example:
         >>> from repeat_reminder_langchain.stats import Stats
-        >>> format_stats(Stats().snapshot())
-        '0 calls counted · delivered none · undelivered none · longest streak none · escalations none · followed 0, recovered 0 · recovery rate n/a'
+        >>> line = format_stats(Stats().snapshot())
+        >>> line.startswith("0 calls counted · delivered none"), line.endswith("rate n/a")
+        (True, True)
     """
     rate = stats["recovery_rate"]
     longest = stats["longest_streak"]
@@ -363,7 +364,8 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
         )
     else:
         said = f"would have sent {_plural(sent, 'reminder')}"
-    stopped = next((tag_of(m) for m in messages if (tag_of(m) or {}).get("level") == "escalated"), None)
+    tags = (tag_of(message) or {} for message in messages)
+    stopped = next((tag for tag in tags if tag.get("level") == "escalated"), None)
     tail = f" · stopped at {stopped['summary']} ({stopped['detector']})" if stopped else ""
     return f"{summary.calls} tool calls · {said} · longest streak: {longest}{tail}"
 

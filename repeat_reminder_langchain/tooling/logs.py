@@ -208,7 +208,7 @@ class LogReader:
         if source == "-":
             return self._stdin if self._stdin is not None else sys.stdin.buffer
         try:
-            return open(source, "rb")  # noqa: SIM115 - closed by the caller
+            return open(source, "rb")
         except OSError as error:
             raise LogError(f"{source}: cannot open it ({error.strerror})") from None
 
@@ -217,7 +217,7 @@ class LogReader:
         """The bytes of a source: decompressed when gzip, without a byte-order mark."""
         stream: Any = io.BufferedReader(counted, buffer_size=1 << 16)
         if stream.peek(2)[:2] == b"\x1f\x8b":
-            stream = io.BufferedReader(gzip.GzipFile(fileobj=stream), buffer_size=1 << 16)  # type: ignore[arg-type]
+            stream = io.BufferedReader(gzip.GzipFile(fileobj=stream), buffer_size=1 << 16)
         if stream.peek(3)[:3] == b"\xef\xbb\xbf":
             stream.read(3)
         return stream  # type: ignore[no-any-return]
@@ -272,27 +272,23 @@ class LogReader:
 
         return whole
 
-    def _lines(
-        self, source: str, stream: IO[bytes], number: int
-    ) -> Iterator[tuple[Any, _Where]]:
+    def _lines(self, source: str, stream: IO[bytes], number: int) -> Iterator[tuple[Any, _Where]]:
         for line in stream:
             number += 1
             if not line.strip():
                 continue
             value = _loads(line)
             if value is _NOT_JSON:
-                problem = f"{source}:{number}:{_line_problem(line)}"
-                if self._skip(problem):
-                    continue
+                self._skip(f"{source}:{number}:{_line_problem(line)}")
+                continue
             yield value, _Where(source, line=number)
 
-    def _skip(self, problem: str) -> bool:
+    def _skip(self, problem: str) -> None:
         if not self.skip_bad:
             raise LogError(problem)
         self.skipped += 1
         if len(self.problems) < 5:
             self.problems.append(problem)
-        return True
 
     def _conversations(
         self, source: str, values: Iterable[tuple[Any, _Where]]
@@ -420,14 +416,12 @@ def _document(
 ) -> Iterator[tuple[Any, _Where]]:
     """The items of one JSON document's top-level array, or the document itself."""
     try:
-        import ijson
-    except ImportError:  # pragma: no cover - ijson is installed with the audit extra
-        ijson = None
-    if ijson is None:  # pragma: no cover
+        import ijson  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:  # without the audit extra: whole, fine for small files
         data = stream.read()
         value = _loads(data)
         if value is _NOT_JSON:
-            raise LogError(_document_problem(source, data))
+            raise LogError(_document_problem(source, data)) from None
         if isinstance(value, list):
             for number, item in enumerate(value):
                 yield item, _Where(source, item=number)
@@ -487,7 +481,11 @@ def _is_message(value: Any) -> bool:
     if isinstance(role, str):
         return True
     kind = value.get("type")
-    return isinstance(kind, str) and kind in _LANGCHAIN_TYPES and ("data" in value or "content" in value)
+    return (
+        isinstance(kind, str)
+        and kind in _LANGCHAIN_TYPES
+        and ("data" in value or "content" in value)
+    )
 
 
 def _is_message_list(value: Any) -> bool:

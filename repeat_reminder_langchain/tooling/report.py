@@ -43,7 +43,9 @@ def _cell(value: object) -> str:
     return f"<td>{html.escape(str(value))}</td>"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]], classes: Sequence[str] = ()) -> str:
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[object]], classes: Sequence[str] = ()
+) -> str:
     lines = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     for number, row in enumerate(rows):
         css = classes[number] if number < len(classes) else ""
@@ -58,7 +60,10 @@ def _timeline(audited: ConversationAudit, calls: Sequence[TimelineCall], result:
     try:
         from matplotlib import pyplot
     except ImportError:
-        return '<p class="note">(timelines need matplotlib: pip install "repeat-reminder-langchain[notebooks]")</p>'
+        return (
+            '<p class="note">(timelines need matplotlib: '
+            'pip install "repeat-reminder-langchain[notebooks]")</p>'
+        )
     from .viz import plot_steps
 
     level = {"gentle", "detailed", "escalated"}
@@ -91,8 +96,14 @@ def _conversation(audited: ConversationAudit, calls: Sequence[TimelineCall], res
             [call.number, call.position, call.tool, call.counts or "untracked",
              f"{call.level} ({call.detector})" if call.level else "", call.arguments, call.result]
         )  # fmt: skip
-        looping = call.wasted or (call.streak or 0) > 1 or any(
-            part.rsplit(" ", 1)[-1] not in ("0", "1") for part in call.counts.split(" · ") if part
+        looping = (
+            call.wasted
+            or (call.streak or 0) > 1
+            or any(
+                part.rsplit(" ", 1)[-1] not in ("0", "1")
+                for part in call.counts.split(" · ")
+                if part
+            )
         )
         classes.append(call.level or ("loop" if looping else ""))
     header = ["call", "message", "tool", "counts", "finding", "arguments", "result"]

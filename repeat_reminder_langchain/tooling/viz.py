@@ -33,7 +33,11 @@ _REMINDER_STYLE = {
     "detailed": "background:#ffe0dc",
     "escalated": "background:#ead7f3",
 }
-_LABELS = {"gentle": "gentle reminder", "detailed": "detailed reminder", "escalated": "loop stopped"}
+_LABELS = {
+    "gentle": "gentle reminder",
+    "detailed": "detailed reminder",
+    "escalated": "loop stopped",
+}
 _REMINDER_COLOUR = {"gentle": "#e6a100", "detailed": "#d1342f", "escalated": "#6a1b9a"}
 
 
