@@ -687,3 +687,11 @@ def test_without_ijson_a_document_is_read_whole(
     broken = write(tmp_path, "broken.json", json.dumps(UNGUARDED, indent=2)[:300])
     with pytest.raises(LogError, match=r"broken\.json:15:5: not JSON \(Unterminated"):
         read(broken)
+
+
+def test_a_failed_audit_leaves_no_report_behind(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.jsonl", "{nope\n")
+    target = tmp_path / "report.html"
+
+    assert main(["audit", bad, "--html", str(target)]) == 2
+    assert not target.exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -337,6 +338,11 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
 
     reader = LogReader(messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
+    # Opened first, so that a report that cannot be written fails before a long audit.
+    try:
+        html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115
+    except OSError as error:
+        raise _UsageError(f"{args.html}: cannot write the report ({error.strerror})") from None
     bar: ProgressBar | None = None
     try:
         for conversation in reader.read(args.files):
@@ -345,18 +351,19 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
             auditor.add(conversation)
             bar.update(reader.read_bytes, conversation.index + 1)
     except LogError as error:
+        if html is not None:  # no half-written report left behind
+            html.close()
+            os.remove(args.html)
         raise _UsageError(str(error)) from None
     finally:
         if bar is not None:
             bar.close()
     result = auditor.finish(reader.skipped, reader.problems, reader.sources)
-    if args.html:
-        from .report import write_report
+    if html is not None:
+        from .report import report_html
 
-        try:
-            write_report(result, args.html)
-        except OSError as error:
-            raise _UsageError(f"{args.html}: cannot write the report ({error.strerror})") from None
+        with html:
+            html.write(report_html(result))
     if args.json:
         print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))
     else:

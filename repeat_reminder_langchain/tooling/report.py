@@ -12,12 +12,11 @@ import base64
 import html
 import io
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from .audit import Audit, ConversationAudit, TimelineCall, format_audit
 from .transcript import Step
 
-__all__ = ["SHOWN", "report_html", "write_report"]
+__all__ = ["SHOWN", "report_html"]
 
 SHOWN = 50
 """How many flagged conversations the page draws, most wasted calls first."""
@@ -139,11 +138,3 @@ def report_html(result: Audit) -> str:
     parts.append("</body></html>")
     return "\n".join(parts)
 
-
-def write_report(result: Audit, path: str | Path) -> None:
-    """Write the page to `path`.
-
-    Raises:
-        OSError: It cannot be written.
-    """
-    Path(path).write_text(report_html(result), encoding="utf-8")
