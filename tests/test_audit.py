@@ -695,3 +695,19 @@ def test_a_failed_audit_leaves_no_report_behind(tmp_path: Path) -> None:
 
     assert main(["audit", bad, "--html", str(target)]) == 2
     assert not target.exists()
+
+
+def test_a_finding_stays_on_one_line_of_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages: list[Any] = [HumanMessage("go")]
+    for number in range(3):
+        call = {"name": "bash", "args": {"command": "make\n\tmake test"}, "id": f"c{number}"}
+        messages += [AIMessage("", tool_calls=[call]), ToolMessage("ok", tool_call_id=f"c{number}")]
+    path = write(tmp_path, "multiline.json", json.dumps(messages_to_dict(messages)))
+
+    assert main(["audit", path]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith('bash  repeat        3  gentle  {"command":"make\\n\\tmake test"}')
+    found = run_json(capsys, ["audit", path])
+    assert found["findings"][0]["arguments"] == '{"command":"make\\n\\tmake test"}'

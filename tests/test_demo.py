@@ -74,10 +74,10 @@ def test_the_demo_prints_the_transcript_every_reminder_line_and_both_summaries(
         "arguments again. Read the latest result, then choose a different action or different "
         "arguments, or finish if you have gathered enough to answer.",
     ]
-    assert "With the guard:   6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest" in out
-    assert "Without it:       13 tool calls · 0 reminders (0 gentle, 0 detailed) · longest" in out
+    assert "With the guard:  6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest" in out
+    assert "Without it:      13 tool calls · 0 reminders (0 gentle, 0 detailed) · longest" in out
     assert (
-        "Guard stats:      6 calls counted · delivered job_status: 1 detailed, 1 gentle · "
+        "Guard stats:     6 calls counted · delivered job_status: 1 detailed, 1 gentle · "
         "undelivered none · by detector repeat 2 · longest streak job_status × 5 · "
         "escalations none · followed 2, recovered 1 · recovery rate 50%"
     ) in out
@@ -89,7 +89,7 @@ def test_options_change_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert "thresholds 2, 4 · detect repeat; reminders sent as human messages" in out
     assert "[gentle · job_status × 2]" in out
-    assert "With the guard:   5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
+    assert "With the guard:  5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
 
 
 def test_the_stale_scenario_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,7 +110,7 @@ def test_observe_mode_says_what_the_guard_would_have_sent(
 
     assert "(observe mode: it counts and reports, and adds nothing)" in out
     assert "REMINDER" not in out
-    assert "Guard observing:  13 tool calls · would have sent 3 reminders · longest" in out
+    assert "Guard observing: 13 tool calls · would have sent 3 reminders · longest" in out
     assert "0 reminders" not in out.split("Without it:")[0]
     assert "delivered none · undelivered job_status: 2 detailed, 1 gentle" in out
     assert "recovery rate n/a" in out  # the model never read them

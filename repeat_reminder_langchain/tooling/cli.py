@@ -396,4 +396,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0
-

@@ -403,7 +403,7 @@ def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
         messages = run_demo(guard, scenario, heeds=heeds, asked=asked)
     except RepeatToolLoopError as error:
         print(format_transcript(error.messages))  # type: ignore[attr-defined]
-        print(f"\n{'Guard stats:':<17} {format_stats(guard.stats.snapshot())}")
+        print(f"\n{'Guard stats:':<16} {format_stats(guard.stats.snapshot())}")
         print(f"error: {error}", file=sys.stderr)
         return 1
     stats = guard.stats.snapshot()
@@ -413,7 +413,7 @@ def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
     observed = config.mode == "observe"
     sent = sum(n for levels in stats["undelivered"].values() for n in levels.values())
     label = "Guard observing:" if observed else "With the guard:"
-    print(f"\n{label:<17} {_summary(messages, config, sent if observed else None)}")
-    print(f"{'Without it:':<17} {_summary(run_demo(None, scenario, heeds=heeds), config, None)}")
-    print(f"{'Guard stats:':<17} {format_stats(stats)}")
+    print(f"\n{label:<16} {_summary(messages, config, sent if observed else None)}")
+    print(f"{'Without it:':<16} {_summary(run_demo(None, scenario, heeds=heeds), config, None)}")
+    print(f"{'Guard stats:':<16} {format_stats(stats)}")
     return 0

@@ -137,4 +137,3 @@ def report_html(result: Audit) -> str:
             parts.append(f'<p class="note">{left:,} more flagged conversations not drawn.</p>')
     parts.append("</body></html>")
     return "\n".join(parts)
-
