@@ -41,9 +41,10 @@ Top conversations (--top): conversation (its index in the input, from 0 across a
   input and output tokens of the model turns that made wasted calls, where the log records
   usage (usage_metadata, or usage in OpenAI and Anthropic logs); "—" when it does not.
 Findings, one per reminder the guard would have sent: conversation, id, message (the
-  index of the model message that made the call, in the conversation's message list),
-  tool, detector (repeat, stale, same_error), count (what the detector counted), level
-  (gentle, detailed, escalated) and arguments (canonical, cut to 100 characters).
+  index of the model message that made the call, in the conversation's message list;
+  "position" in --json), tool, detector (repeat, stale, same_error), count (what the
+  detector counted), level (gentle, detailed, escalated) and arguments (canonical, cut to
+  100 characters).
 A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
