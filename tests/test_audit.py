@@ -1,39 +1,355 @@
-"""Auditing saved conversations from the command line."""
+"""The audit of saved conversations: the formats it reads, what it finds, and how it fails."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from langchain_core.messages import messages_to_dict
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain.__main__ import main
-from repeat_reminder_langchain.audit import audit, load_conversations
-from repeat_reminder_langchain.demo import run_demo
+from repeat_reminder_langchain.tooling import cli
+from repeat_reminder_langchain.tooling.audit import audit, format_audit
+from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling.demo import run_demo
+from repeat_reminder_langchain.tooling.logs import LogError, LogReader, to_messages
+from repeat_reminder_langchain.tooling.progress import LARGE, ProgressBar
 
 UNGUARDED = messages_to_dict(run_demo(None))
 GUARDED = messages_to_dict(run_demo(RepeatToolReminderCallbackHandler()))
 
 
-def write(tmp_path: Path, name: str, text: str) -> str:
+def write(tmp_path: Path, name: str, text: str | bytes) -> str:
     path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+def openai_loop(times: int, tool: str = "get_order", result: str = "pending") -> list[Any]:
+    """An OpenAI chat log of `times` identical calls, with usage on each assistant message."""
+    messages: list[Any] = [{"role": "system", "content": "be useful"}]
+    messages.append({"role": "user", "content": "where is my order?"})
+    for number in range(times):
+        messages.append({
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{
+                "id": f"call_{number}",
+                "type": "function",
+                "function": {"name": tool, "arguments": '{"order": "A1"}'},
+            }],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+        })  # fmt: skip
+        messages.append({"role": "tool", "tool_call_id": f"call_{number}", "content": result})
+    messages.append({"role": "assistant", "content": "it is pending"})
+    return messages
+
+
+def anthropic_loop(times: int) -> list[Any]:
+    messages: list[Any] = [{"role": "user", "content": "fix the build"}]
+    for number in range(times):
+        messages.append({
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "trying"},
+                {"type": "tool_use", "id": f"tu_{number}", "name": "bash",
+                 "input": {"command": "make"}},
+            ],
+            "usage": {"input_tokens": 50, "output_tokens": 5, "cache_read_input_tokens": 20},
+        })  # fmt: skip
+        messages.append({
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"tu_{number}",
+                         "content": [{"type": "text", "text": "make: *** Error 1"}],
+                         "is_error": True}],
+        })  # fmt: skip
+    return messages
+
+
+def read(*sources: str, **options: Any) -> list[Any]:
+    return list(LogReader(**options).read(list(sources)))
+
+
+def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, Any]:
+    assert main([*argv, "--json"]) == 0
+    found: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return found
+
+
+# --- reading -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("name", "text", "conversations"),
     [
         ("one.json", json.dumps(UNGUARDED), 1),
+        ("pretty.json", json.dumps(UNGUARDED, indent=2), 1),
         ("many.json", json.dumps([UNGUARDED, GUARDED]), 2),
+        ("many-pretty.json", json.dumps([UNGUARDED, GUARDED], indent=1), 2),
         ("one.jsonl", "\n".join(json.dumps(m) for m in UNGUARDED) + "\n\n", 1),
         ("many.jsonl", f"{json.dumps(UNGUARDED)}\n{json.dumps(GUARDED)}\n", 2),
+        ("lines.txt", f"\n{json.dumps(UNGUARDED)}\n{json.dumps(GUARDED)}\n", 2),
+        ("records.json", json.dumps([{"messages": UNGUARDED}, {"messages": GUARDED}]), 2),
+        ("record.json", json.dumps({"messages": UNGUARDED}, indent=2), 1),
+        ("concatenated.json", json.dumps({"messages": UNGUARDED}, indent=2) * 2, 2),
+        ("openai.json", json.dumps(openai_loop(4), indent=2), 1),
+        ("anthropic.jsonl", json.dumps({"id": "x", "messages": anthropic_loop(2)}), 1),
+        ("nested.jsonl", json.dumps([[UNGUARDED[0]], [GUARDED[0]]]), 2),
     ],
 )
 def test_every_file_shape_loads(tmp_path: Path, name: str, text: str, conversations: int) -> None:
-    assert len(load_conversations(write(tmp_path, name, text))) == conversations
+    found = read(write(tmp_path, name, text))
+    assert len(found) == conversations
+    assert [c.index for c in found] == list(range(conversations))
+
+
+def test_the_formats_are_detected_per_conversation(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(UNGUARDED),
+        json.dumps({"task_id": 7, "reward": 0, "traj": openai_loop(1)}),
+        json.dumps({"session_id": "s-1", "messages": anthropic_loop(1)}),
+    ]
+    found = read(write(tmp_path, "mixed.jsonl", "\n".join(lines)))
+
+    assert [(c.format, c.id) for c in found] == [
+        ("langchain", None), ("openai", "7"), ("anthropic", "s-1"),
+    ]  # fmt: skip
+
+
+def test_openai_messages_become_langchain_messages() -> None:
+    items = openai_loop(1)
+    items[2]["tool_calls"].append(
+        {"id": "bad", "function": {"name": "get_order", "arguments": "{not json"}}
+    )
+    items[2]["tool_calls"].append({"id": "list", "function": {"name": "x", "arguments": "[1]"}})
+    items.insert(4, {"role": "tool", "tool_call_id": "bad", "content": None, "status": "error"})
+    items.append({"role": "assistant", "function_call": {"name": "old", "arguments": ""}})
+    items.append({"role": "developer", "content": [{"type": "text", "text": "be brief"}, "ok"]})
+    messages, positions, kind = to_messages(items)
+
+    assert kind == "openai"
+    turn = messages[2]
+    assert isinstance(turn, AIMessage)
+    assert turn.tool_calls[0]["args"] == {"order": "A1"}
+    assert [(c["name"], c["error"]) for c in turn.invalid_tool_calls] == [
+        ("get_order", "Expecting property name enclosed in double quotes"),
+        ("x", "arguments are not an object"),
+    ]
+    assert turn.usage_metadata == {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
+    failed = messages[4]
+    assert isinstance(failed, ToolMessage) and failed.status == "error" and failed.content == ""
+    assert messages[-2].tool_calls == [{"name": "old", "args": {}, "id": "", "type": "tool_call"}]  # type: ignore[attr-defined]
+    assert messages[-1].content == "be brief\nok"
+    assert positions == tuple(range(len(items)))
+
+
+def test_anthropic_tool_results_are_tool_messages_not_the_user_speaking() -> None:
+    items = anthropic_loop(1)
+    items.append({
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "tu_x", "content": {"rows": 1}},
+            {"type": "text", "text": "also, hurry"},
+        ],
+    })  # fmt: skip
+    messages, positions, kind = to_messages(items)
+
+    assert kind == "anthropic"
+    assert [type(m).__name__ for m in messages] == [
+        "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "HumanMessage",
+    ]  # fmt: skip
+    assert positions == (0, 1, 2, 3, 3)
+    assert messages[1].tool_calls[0]["args"] == {"command": "make"}  # type: ignore[attr-defined]
+    assert messages[1].usage_metadata == {  # type: ignore[attr-defined]
+        "input_tokens": 70, "output_tokens": 5, "total_tokens": 75,
+    }  # fmt: skip
+    assert (messages[2].status, messages[2].content) == ("error", "make: *** Error 1")  # type: ignore[attr-defined]
+    assert messages[3].content == '{"rows": 1}'
+    assert messages[4].content == "also, hurry"
+
+
+def test_loose_langchain_dicts_and_odd_contents() -> None:
+    items = [
+        {"type": "human", "content": None},
+        {"type": "ai", "content": "", "tool_calls": [{"name": "ls", "args": {}, "id": "1"}]},
+        {"type": "tool", "content": 3, "tool_call_id": "1"},
+        {"role": "user", "content": [{"type": "image", "url": "x"}]},
+    ]
+    messages, _, kind = to_messages(items)
+
+    assert kind == "openai"
+    assert [m.content for m in messages] == ["", "", "3", ""]
+    assert messages[1].tool_calls[0]["name"] == "ls"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("items", "wanted"),
+    [
+        ([{"role": "wizard", "content": "x"}], "message 0: unknown role 'wizard'"),
+        ([{"role": "user"}, 3], "message 1 is a number, not a message of a known format"),
+        ([{"type": "human", "data": {}}], "message 0 is not a LangChain message dict"),
+    ],
+)
+def test_a_message_of_no_known_format_says_which(items: list[Any], wanted: str) -> None:
+    with pytest.raises(LogError) as raised:
+        to_messages(items)
+    assert wanted in str(raised.value)
+
+
+def test_gzip_bom_globs_and_standard_input(tmp_path: Path) -> None:
+    text = json.dumps(UNGUARDED)
+    write(tmp_path, "a.json.gz", gzip.compress(b"\xef\xbb\xbf" + text.encode()))
+    write(tmp_path, "b.jsonl", "\ufeff" + text + "\n" + text)
+    write(tmp_path, "c.json", json.dumps([UNGUARDED], indent=2).encode("utf-8-sig"))
+    reader = LogReader(stdin=io.BytesIO(gzip.compress(text.encode())))
+    found = list(reader.read([str(tmp_path / "*.json*"), "-"]))
+
+    assert [(Path(c.source).name, c.index) for c in found] == [
+        ("a.json.gz", 0), ("b.jsonl", 1), ("b.jsonl", 2), ("c.json", 3), ("-", 4),
+    ]  # fmt: skip
+    assert reader.read_bytes == sum(p.stat().st_size for p in tmp_path.iterdir()) + len(
+        gzip.compress(text.encode())
+    )
+
+
+def test_ids_come_from_the_record_or_the_field_named(tmp_path: Path) -> None:
+    records = [
+        {"id": True, "task_id": 3, "traj": UNGUARDED},
+        {"run": "r-9", "messages": UNGUARDED},
+    ]
+    path = write(tmp_path, "records.json", json.dumps(records))
+
+    assert [c.id for c in read(path)] == ["3", None]
+    assert [c.id for c in read(path, id_key="run")] == [None, "r-9"]
+
+
+def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
+    record = {"input": UNGUARDED[:1], "output": {"messages": UNGUARDED}}
+    path = write(tmp_path, "record.json", json.dumps(record))
+
+    found = read(path, messages_key="output.messages")
+    assert len(found[0].messages) == len(UNGUARDED)
+    with pytest.raises(LogError, match=r"the record has no field 'output\.nothing'"):
+        read(path, messages_key="output.nothing")
+    both = write(tmp_path, "both.json", json.dumps({"a": UNGUARDED, "b": UNGUARDED}))
+    with pytest.raises(LogError, match="the fields 'a', 'b' all hold messages: name one with"):
+        read(both)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "wanted"),
+    [
+        (
+            "trunc.json",
+            json.dumps(UNGUARDED, indent=2)[:300],
+            "{}:15:5: not JSON (Unterminated string",
+        ),
+        (
+            "bad.json",
+            '[\n  {"role": "user"},\n  {"role": x}\n]',
+            "{}:3:12: not JSON (Expecting value)",
+        ),
+        ("two.json", '[\n{"role": "user"}\n] [2]', "{}:3:3: not JSON (Extra data)"),
+        (
+            "bad.jsonl",
+            '[{"role": "user"}]\n{"role": nope}\n',
+            "{}:2:10: not JSON (Expecting value)",
+        ),
+        ("latin.jsonl", b'[{"role": "user", "content": "caf\xe9"}]\n', "{}:1:34: not UTF-8 text"),
+        ("latin.json", b'[\n{"role": "user", "content": "caf\xe9"}]', "{}:2:33: not UTF-8 text"),
+        ("empty.json", "\n\n", "{}: empty: it holds no conversations"),
+        ("nothing.json", "[]", "{}: holds no conversations"),
+        ("nothing-pretty.json", "[\n]", "{}: holds no conversations"),
+        ("scalar.jsonl", "3\n", "{}:1: expected a conversation or a record, got a number"),
+        ("strings.json", '["a", "b"]', "{}:1: a list of conversations holds something else"),
+        ("mixed.jsonl", '{"role": "user"}\n[{"role": "user"}]\n', "{}:2: mixes single messages"),
+        (
+            "record.json",
+            '{"task": 1, "reward": 0}',
+            "{}:1: a record with no list of messages (its fields: 'task', 'reward')",
+        ),
+        (
+            "unknown.json",
+            '[{"role": "alien", "content": ""}]',
+            "{}:1: message 0: unknown role 'alien'",
+        ),
+        (
+            "inner.json",
+            '[[{"role": "user"}], 4]',
+            "{}:1: a list of conversations holds something else",
+        ),
+        ("badgz.json", b"\x1f\x8b\x08\x00not really gzip", "{}: cannot read it ("),
+        (
+            "strs.json",
+            '[\n"a", null]',
+            "{}: item 0: expected a conversation or a record, got a string",
+        ),
+    ],
+)
+def test_a_bad_file_gets_one_error_line_with_where_and_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str | bytes, wanted: str
+) -> None:
+    path = write(tmp_path, name, text)
+
+    assert main(["audit", path]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"error: {wanted.format(path)}"), line
+
+
+def test_missing_files_and_empty_globs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for source, wanted in [
+        (str(tmp_path / "nowhere.json"), "no such file"),
+        (str(tmp_path), "is a directory"),
+        (str(tmp_path / "*.nothing"), "no file matches this pattern"),
+    ]:
+        assert main(["audit", source]) == 2
+        assert capsys.readouterr().err == f"error: {source}: {wanted}\n"
+
+
+def test_an_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, "locked.json", "[]")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("builtins.open", refuse)
+    with pytest.raises(LogError, match=r"locked\.json: cannot open it \(Permission denied\)"):
+        read(path)
+
+
+def test_stdin_errors_say_what_they_can(tmp_path: Path) -> None:
+    reader = LogReader(stdin=io.BytesIO(b"[\n" + json.dumps(UNGUARDED).encode()[1:-1]))
+    with pytest.raises(LogError, match=r"^-: not JSON \(parse error: premature EOF\)$"):
+        list(reader.read(["-"]))
+
+
+def test_skip_bad_counts_and_skips_what_cannot_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [json.dumps(UNGUARDED), "{truncated", "42", json.dumps({"id": 1}), json.dumps(GUARDED)]
+    lines.append('{"role": "user", "content": "a lone message"}')
+    path = write(tmp_path, "some-bad.jsonl", "\n".join(lines))
+
+    assert main(["audit", path, "--skip-bad"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 conversations · 19 tool calls · 4 unreadable skipped · thresholds")
+    assert f"skipped: {path}:2:2: not JSON (Expecting property name" in out
+    assert f"skipped: {path}:6: mixes single messages and whole conversations" in out
+    only_bad = write(tmp_path, "all-bad.jsonl", "{truncated\n")
+    assert main(["audit", only_bad, "--skip-bad", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == 1
+
+
+# --- what it finds -------------------------------------------------------------------------
 
 
 def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
@@ -42,96 +358,356 @@ def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
     path = write(tmp_path, "runs.json", json.dumps([UNGUARDED, GUARDED]))
 
     assert main(["audit", path]) == 0
-    assert capsys.readouterr().out.splitlines() == [
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
         "2 conversations · 19 tool calls · thresholds 3, 5, 8",
-        "tool        calls  longest  streaks  gentle  detailed",
-        "job_status     17       12        2       2         3",
-        "read_log        2        1        0       0         0",
+        "tool        calls  longest  streaks  gentle  detailed  wasted",
+        "job_status     17       12        2       2         3      11",
+        "read_log        2        1        0       0         0       0",
     ]
+    assert "wasted calls: 11 in 2 conversations · tokens spent on them: not recorded" in lines[8]
+    assert lines[lines.index("top 2 conversations by wasted calls") + 1 :][:3] == [
+        "conversation  id  calls  reminders  wasted  tokens",
+        "           0   —     13          3       9       —",
+        "           1   —      6          2       2       —",
+    ]
+    start = lines.index("findings: the reminders the guard would have sent")
+    assert lines[start + 1 : start + 3] == [
+        "conversation  id  message  tool        detector  count  level     arguments",
+        "           0   —        5  job_status  repeat        3  gentle    "
+        '{"job_id":"nightly-build-7"}',
+    ]
+    assert len(lines) == start + 2 + 5
 
 
-def test_options_change_the_audit_and_json_is_available(
+def test_json_has_the_settings_and_every_finding(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
-    argv = ["audit", path, "--json", "--thresholds", "4", "--repeat-every", "4"]
-    argv += ["--exclude", "read_*", "--progress", "result"]
-    argv += ["--ignore-arguments", "job_status=trace_id"]
+    records = [{"id": "a", "messages": UNGUARDED}, {"id": "b", "messages": GUARDED}]
+    path = write(tmp_path, "runs.jsonl", "\n".join(json.dumps(r) for r in records))
+    found = run_json(capsys, ["audit", path, "--top", "1"])
 
-    assert main(argv) == 0
-    assert json.loads(capsys.readouterr().out) == {
-        "conversations": 1,
-        "calls": 13,
-        "tools": {
-            "job_status": {"calls": 12, "longest": 12, "streaks": 1, "gentle": 1, "detailed": 2},
-            "read_log": {"calls": 1, "longest": 0, "streaks": 0, "gentle": 0, "detailed": 0},
-        },
+    assert found["settings"]["thresholds"] == [3, 5, 8]
+    assert found["conversations"] == 2
+    assert found["reminders"] == {"gentle": 2, "detailed": 3, "escalated": 0}
+    assert found["wasted"] == {
+        "calls": 11,
+        "conversations": 2,
+        "tokens": None,
+        "tokens_recorded": 0,
     }
+    assert found["detectors"] == {"repeat": {"reminders": 5, "escalations": 0, "conversations": 2}}
+    assert [c["id"] for c in found["top"]] == ["a"]
+    assert found["findings"][0] == {
+        "conversation": 0, "id": "a", "position": 5, "call": 0, "tool": "job_status",
+        "detector": "repeat", "count": 3, "level": "gentle",
+        "arguments": '{"job_id":"nightly-build-7"}',
+    }  # fmt: skip
+    assert [(f["conversation"], f["count"]) for f in found["findings"]] == [
+        (0, 3), (0, 5), (0, 8), (1, 3), (1, 5),
+    ]  # fmt: skip
+
+
+def test_positions_point_into_the_input_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "claude.json", json.dumps({"messages": anthropic_loop(4)}))
+    found = run_json(capsys, ["audit", path, "--detect", "repeat,same_error"])
+
+    assert [(f["position"], f["detector"], f["count"]) for f in found["findings"]] == [
+        (5, "repeat", 3),
+    ]  # the repeat reminder comes first; same_error stays silent that turn
+    items = anthropic_loop(4)
+    assert items[5]["content"][1]["type"] == "tool_use"
+    assert found["wasted"]["calls"] == 1
+    assert found["wasted"]["tokens"] == 75
+
+
+def test_tokens_of_wasted_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "openai.json", json.dumps([openai_loop(6), openai_loop(2)]))
+
+    assert main(["audit", path]) == 0
+    out = capsys.readouterr().out
+    assert "wasted calls: 3 in 1 conversation · tokens spent on them: 330 of 880 recorded" in out
+    assert "           0   —      6          2       3     330" in out
+
+
+def test_every_detector_with_the_guards_semantics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages: list[Any] = [{"role": "user", "content": "book it"}]
+    for number in range(4):  # the same failing booking, a note between each attempt
+        for tool, args, result in [
+            ("book", f'{{"seat": "{number % 2}"}}', "Error: payment does not add up"),
+            ("think", '{"thought": "hmm"}', ""),
+            ("status", "{}", "open"),
+        ]:
+            call_id = f"{tool}_{number}"
+            messages.append({"role": "assistant", "tool_calls": [
+                {"id": call_id, "function": {"name": tool, "arguments": args}}]})  # fmt: skip
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+    path = write(tmp_path, "tau.json", json.dumps([{"task_id": 1, "traj": messages}]))
+
+    defaults = run_json(capsys, ["audit", path])
+    assert defaults["findings"] == []
+    assert defaults["bookkeeping"] == []  # book alternates its arguments: nothing to reveal
+    argv = ["audit", path, "--detect", "all", "--error-pattern", "^Error"]
+    found = run_json(capsys, argv)
+    assert [(f["tool"], f["detector"], f["count"]) for f in found["findings"]] == [
+        ("think", "stale", 3), ("status", "stale", 3),
+    ]  # fmt: skip
+    assert found["detectors"]["same_error"]["reminders"] == 0  # status succeeds between
+    found = run_json(capsys, [*argv, "--exclude", "think,status"])
+    assert [(f["tool"], f["detector"], f["count"]) for f in found["findings"]] == [
+        ("book", "same_error", 3),
+    ]
+    assert found["wasted"]["calls"] == 1
+    assert run_json(capsys, [*argv[:4], "--exclude", "think,status"])["findings"] == []
+
+
+def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages: list[Any] = [HumanMessage("go")]
+    for number in range(4):
+        for tool in ("search", "think"):
+            call = {"name": tool, "args": {"q": 1}, "id": f"{tool}{number}"}
+            messages += [
+                AIMessage("", tool_calls=[call]),
+                ToolMessage("r", tool_call_id=call["id"]),
+            ]
+    path = write(tmp_path, "noted.json", json.dumps([messages_to_dict(messages)] * 2))
+
+    assert main(["audit", path]) == 0
+    out = capsys.readouterr().out
+    assert "no findings: the guard would not have stepped in." in out
+    assert out.rstrip().endswith(
+        "note: excluding think would reveal 2 reminders in 2 conversations (--exclude think)"
+    )
+    found = run_json(capsys, ["audit", path, "--exclude", "think"])
+    assert [f["count"] for f in found["findings"]] == [3, 3]
+    assert found["bookkeeping"] == []
+    assert run_json(capsys, ["audit", path, "--include", "search"])["bookkeeping"] == []
+
+
+def test_escalation_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
+
+    assert main(["audit", path, "--escalate-after", "9", "--fail-on", "detailed"]) == 1
+    captured = capsys.readouterr()
+    assert (
+        "tool        calls  longest  streaks  gentle  detailed  escalated  wasted" in captured.out
+    )
+    assert "repeat            3            1              1" in captured.out
+    assert "job_status  repeat        9  escalated" in captured.out
+    assert "escalated  {" not in captured.out.replace("9  escalated  {", "")  # one per loop
+    assert (
+        captured.err == "audit: 3 detailed reminders or stopped loops found (--fail-on detailed)\n"
+    )
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("fail_on", "code", "said"),
     [
-        ("{", "line 1 is not JSON (Expecting property name enclosed in double quotes)"),
-        ("[]", "expected a JSON list of message dicts, a list of such lists, or JSONL"),
-        ('{"a": 1}', "expected a JSON list of message dicts"),
-        ('[{"type": "human", "data": {"content": "x"}}, []]', "mixes message dicts and"),
-        ('[{"no": "type"}]', "conversation 1 holds something that is not a LangChain message"),
-        ('[[{"type": "martian", "data": {}}]]', "conversation 1 holds something"),
+        ("gentle", 1, "audit: 3 reminders found (--fail-on gentle)\n"),
+        (
+            "detailed",
+            1,
+            "audit: 2 detailed reminders or stopped loops found (--fail-on detailed)\n",
+        ),
+        ("3", 1, "audit: 3 reminders found (--fail-on 3)\n"),
+        ("4", 0, ""),
     ],
 )
-def test_a_bad_file_gets_one_error_line_and_exit_code_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+def test_fail_on_gates_a_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fail_on: str, code: int, said: str
 ) -> None:
-    path = write(tmp_path, "bad.json", text)
-
-    assert main(["audit", path]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    (line,) = captured.err.splitlines()
-    assert line.startswith(f"error: {path}: ")
-    assert message in line
-
-
-def test_a_missing_or_undecodable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["audit", str(tmp_path / "nowhere.json")]) == 2
-    assert "cannot read it (FileNotFoundError" in capsys.readouterr().err
-    binary = tmp_path / "binary.json"
-    binary.write_bytes(b"\xff\xfe\x00")
-    assert main(["audit", str(binary)]) == 2
-    assert "cannot read it (UnicodeDecodeError" in capsys.readouterr().err
-
-
-def test_bad_options_say_what_is_wrong(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
-    assert main(["audit", path, "--repeat-every", "0"]) == 2
-    assert "invalid repeat_every 0" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["audit", path, "--ignore-arguments", "no-equals-sign"])
-    assert "expected TOOL=ARGUMENT" in capsys.readouterr().err
+    assert main(["audit", path, "--fail-on", fail_on]) == code
+    assert capsys.readouterr().err == said
 
 
-def test_the_audit_counts_as_the_guard_ran() -> None:
-    (guarded,) = load_conversations_from(GUARDED)
-    result = audit([guarded], ReminderConfig())
-    assert (result.tools["job_status"].gentle, result.tools["job_status"].detailed) == (1, 1)
-
-
-def load_conversations_from(data: list[dict[str, object]]) -> list[object]:
-    from langchain_core.messages import messages_from_dict
-
-    return [messages_from_dict(data)]
+def test_fail_on_passes_a_clean_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    clean = write(tmp_path, "clean.json", json.dumps(openai_loop(1)))
+    for level in ("gentle", "detailed"):
+        assert main(["audit", clean, "--fail-on", level]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_the_table_says_which_rules_it_counted_by(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write(tmp_path, "runs.json", json.dumps([UNGUARDED, GUARDED]))
-    argv = ["audit", path, "--thresholds", "2,4", "--repeat-every", "2", "--exclude", "read_*"]
+    a = write(tmp_path, "a.json", json.dumps(UNGUARDED))
+    b = write(tmp_path, "b.json", json.dumps(GUARDED))
+    argv = ["audit", a, b, "--thresholds", "2,4", "--repeat-every", "2", "--exclude", "read_*"]
     argv += ["--ignore-arguments", "job_status=trace,x", "--progress", "result"]
+    argv += ["--detect", "repeat,stale", "--error-pattern", "E"]
 
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
-        "2 conversations · 19 tool calls · thresholds 2, 4 · exclude read_* · repeat every 2 · "
-        "ignore arguments job_status: trace, x · progress result"
+        "2 conversations · 19 tool calls · 2 files · thresholds 2, 4 · detect repeat, stale · "
+        "exclude read_* · repeat every 2 · progress result · ignore arguments job_status: "
+        "trace, x · error pattern E"
     )
+
+
+def test_the_audit_counts_as_the_guard_ran() -> None:
+    guarded = run_demo(RepeatToolReminderCallbackHandler())
+    result = audit([guarded], ReminderConfig())
+
+    assert (result.tools["job_status"].gentle, result.tools["job_status"].detailed) == (1, 1)
+    assert result.count() == 2 and result.count("gentle") == 1
+    assert (
+        format_audit(result).splitlines()[0] == "1 conversation · 6 tool calls · thresholds 3, 5, 8"
+    )
+
+
+def test_an_output_that_cannot_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
+    target = tmp_path / "missing" / "report.html"
+
+    assert main(["audit", path, "--html", str(target)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {target}: cannot write the report (No such file or directory)\n"
+    )
+
+
+# --- the progress bar ----------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_draws_only_for_a_large_input_at_a_terminal() -> None:
+    ticks = iter([0.0, 0.1, 0.5])
+    screen = Terminal()
+    bar = ProgressBar(screen, LARGE * 2, interval=0.2, clock=lambda: next(ticks))
+    bar.update(LARGE // 2, 10)
+    bar.update(LARGE, 20)  # too soon: not drawn
+    bar.update(LARGE, 30)
+    bar.close()
+    drawn = screen.getvalue().split("\r")
+
+    assert drawn[1].startswith("audit [#######.......................]  25% · 8 of 34 MB · 10 ")
+    assert drawn[2].startswith("audit [###############...............]  50% · 17 of 34 MB · 30")
+    assert drawn[3].strip() == drawn[4] == ""
+    bar.close()  # nothing drawn since: nothing to clear
+    quiet = io.StringIO()
+    ProgressBar(quiet, LARGE * 2).update(1, 1)
+    small = Terminal()
+    ProgressBar(small, LARGE - 1).update(1, 1)
+    assert quiet.getvalue() == small.getvalue() == ""
+
+
+def test_the_audit_draws_its_bar_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
+    monkeypatch.setattr("repeat_reminder_langchain.tooling.progress.LARGE", 1)
+    monkeypatch.setattr(cli.sys, "stderr", Terminal())
+
+    assert main(["audit", path]) == 0
+    assert "audit [" in cli.sys.stderr.getvalue()  # type: ignore[attr-defined]
+    monkeypatch.setattr(cli.sys, "stderr", Terminal())
+    assert main(["audit", path, "--quiet"]) == 0
+    assert cli.sys.stderr.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_where_a_broken_document_breaks_whatever_its_wrapping(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pretty = json.dumps(UNGUARDED, indent=2)
+    zipped = write(tmp_path, "broken.json.gz", gzip.compress(pretty[:300].encode()))
+    with pytest.raises(LogError, match=r"broken\.json\.gz:15:5: not JSON \(Unterminated"):
+        read(zipped)
+    bom = write(tmp_path, "bom.json", ("\ufeff" + pretty[:300]).encode())
+    with pytest.raises(LogError, match=r"bom\.json:15:5: not JSON"):
+        read(bom)
+    record = json.dumps({"messages": UNGUARDED}, indent=2)
+    several = write(tmp_path, "several.json", record + "\n" + record[:200])
+    line = record.count("\n") + 2 + record[:200].count("\n")
+    with pytest.raises(LogError, match=rf"several\.json:{line}:\d+: not JSON"):
+        read(several)
+    monkeypatch.setattr("repeat_reminder_langchain.tooling.logs._RELOCATE", 10)
+    with pytest.raises(LogError, match=r"bom\.json: not JSON \(too large to say where it breaks\)"):
+        read(bom)
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "wanted"),
+    [
+        (
+            '{"a": {"b": 1}}',
+            {"messages_key": "a"},
+            "expected a conversation or a record, got an object",
+        ),
+        ("null\n", {}, "expected a conversation or a record, got null"),
+        ("[true, false]\n", {}, "a list of conversations holds something else"),
+    ],
+)
+def test_values_that_are_no_conversation(
+    tmp_path: Path, text: str, options: dict[str, Any], wanted: str
+) -> None:
+    with pytest.raises(LogError, match=wanted):
+        read(write(tmp_path, "odd.jsonl", text), **options)
+
+
+def test_skip_bad_keeps_the_first_five_problems(tmp_path: Path) -> None:
+    lines = ['{"role": "user", "content": "alone"}', json.dumps(UNGUARDED)]
+    lines += [f"{{bad {n}" for n in range(6)]
+    reader = LogReader(skip_bad=True)
+    found = list(reader.read([write(tmp_path, "bad.jsonl", "\n".join(lines))]))
+
+    assert [c.format for c in found] == ["openai"]  # the conversation after it was skipped
+    assert reader.skipped == 7
+    assert len(reader.problems) == 5
+    assert reader.problems[0].endswith(":2: mixes single messages and whole conversations")
+
+
+def test_without_ijson_a_document_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ijson(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ijson":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ijson)
+    pretty = write(tmp_path, "pretty.json", json.dumps([UNGUARDED, GUARDED], indent=2))
+    record = write(tmp_path, "record.json", json.dumps({"messages": UNGUARDED}, indent=2))
+    assert [c.index for c in read(pretty, record)] == [0, 1, 2]
+    broken = write(tmp_path, "broken.json", json.dumps(UNGUARDED, indent=2)[:300])
+    with pytest.raises(LogError, match=r"broken\.json:15:5: not JSON \(Unterminated"):
+        read(broken)
+
+
+def test_a_failed_audit_leaves_no_report_behind(tmp_path: Path) -> None:
+    bad = write(tmp_path, "bad.jsonl", "{nope\n")
+    target = tmp_path / "report.html"
+
+    assert main(["audit", bad, "--html", str(target)]) == 2
+    assert not target.exists()
+
+
+def test_a_finding_stays_on_one_line_of_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages: list[Any] = [HumanMessage("go")]
+    for number in range(3):
+        call = {"name": "bash", "args": {"command": "make\n\tmake test"}, "id": f"c{number}"}
+        messages += [AIMessage("", tool_calls=[call]), ToolMessage("ok", tool_call_id=f"c{number}")]
+    path = write(tmp_path, "multiline.json", json.dumps(messages_to_dict(messages)))
+
+    assert main(["audit", path]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith('bash  repeat        3  gentle  {"command":"make\\n\\tmake test"}')
+    found = run_json(capsys, ["audit", path])
+    assert found["findings"][0]["arguments"] == '{"command":"make\\n\\tmake test"}'

@@ -1,78 +1,157 @@
-"""The demo command and the transcript helpers it prints with."""
+"""The command line: options in any order, one-line errors, every guard option."""
 
 from __future__ import annotations
 
+import json
 import runpy
 import sys
+from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import messages_to_dict
 
-from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain.__main__ import main
-from repeat_reminder_langchain.demo import PollingModel, build_agent, run_demo
-from repeat_reminder_langchain.transcript import (
-    format_transcript,
-    replay,
-    summarize,
-    transcript_rows,
-)
+from repeat_reminder_langchain import __version__
+from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling.demo import run_demo
 
-from .helpers import assert_adjacent, reminders
+UNGUARDED = messages_to_dict(run_demo(None))
 
 
-def test_the_demo_model_changes_course_after_the_detailed_reminder() -> None:
-    messages = run_demo(RepeatToolReminderCallbackHandler())
-
-    assert_adjacent(messages)
-    assert reminders(messages) == [("gentle", "job_status", 3), ("detailed", "job_status", 5)]
-    calls = [c["name"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
-    assert calls == ["job_status"] * 5 + ["read_log"]
-    assert "already exists" in messages[-1].content
+@pytest.fixture
+def log(tmp_path: Path) -> str:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(UNGUARDED), encoding="utf-8")
+    return str(path)
 
 
-def test_without_the_guard_the_demo_model_polls_until_its_patience_runs_out() -> None:
-    messages = build_agent(PollingModel(patience=4), None).invoke(
-        {"messages": [HumanMessage("why?")]}
-    )["messages"]
-
-    calls = [c["name"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
-    assert calls == ["job_status"] * 4 + ["read_log"]
+def settings(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, object]:
+    assert main(argv) == 0
+    found: dict[str, object] = json.loads(capsys.readouterr().out)["settings"]
+    return found
 
 
-def test_demo_prints_the_transcript_and_both_summaries(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
-
-    assert "Guard: thresholds 3, 5, 8; reminders sent as system messages." in out
-    assert "  1  user       Why did the CI job nightly-build-7 fail?" in out
-    assert '→ job_status(job_id="nightly-build-7")' in out
-    assert "REMINDER   [detailed · job_status × 5] Repeated tool call detected." in out
-    assert "With the guard:  6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest" in out
-    assert "Without it:      13 tool calls · 0 reminders (0 gentle, 0 detailed) · longest" in out
-    assert "Guard stats:     6 calls counted" in out
-    assert "recovery rate 50%" in out
-    assert out.count("longest streak: job_status × ") == 2
+def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: ")
+    return line
 
 
-def test_demo_options_change_the_run(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--thresholds", "2,4", "--message-type", "human"]) == 0
-    out = capsys.readouterr().out
+@pytest.mark.parametrize("value", ["", ",", "3,,5", " , "])
+def test_empty_thresholds_are_an_error_not_the_defaults(
+    capsys: pytest.CaptureFixture[str], log: str, value: str
+) -> None:
+    line = one_error(capsys, ["audit", log, "--thresholds", value])
+    assert "expected whole numbers separated by commas, like 3,5,8" in line
 
-    assert "thresholds 2, 4; reminders sent as human messages" in out
-    assert "[gentle · job_status × 2] You have called" in out
-    assert "With the guard:  5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
+
+def test_list_options_do_not_swallow_the_file(capsys: pytest.CaptureFixture[str], log: str) -> None:
+    found = settings(capsys, ["audit", "--exclude", "think", log, "--json"])
+    assert found["exclude"] == ["think"]
+
+    argv = ["audit", "--exclude", "think,todo_*", "--json", "--exclude", "plan", log]
+    argv += ["--include", "job_*", "--include", "read_log"]
+    found = settings(capsys, argv)
+    assert found["exclude"] == ["think", "todo_*", "plan"]
+    assert found["include"] == ["job_*", "read_log"]
 
 
-def test_bad_demo_options_say_what_is_wrong(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--thresholds", "1,3"]) == 2
-    assert capsys.readouterr().err == (
-        "error: thresholds: invalid threshold 1 — every threshold must be an integer >= 2\n"
+def test_repeat_every_0_gets_a_command_line_message(
+    capsys: pytest.CaptureFixture[str], log: str
+) -> None:
+    line = one_error(capsys, ["audit", log, "--repeat-every", "0"])
+    assert line == (
+        "error: argument --repeat-every: expected a whole number >= 1, or leave the option out "
+        "to stay silent; got '0'"
     )
-    with pytest.raises(SystemExit) as exit_info:
-        main(["demo", "--thresholds", "three"])
-    assert exit_info.value.code == 2
-    assert "expected whole numbers separated by commas" in capsys.readouterr().err
+    assert "None" not in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        ([], "the following arguments are required: {demo,audit}"),
+        (["audit"], "the following arguments are required: FILE"),
+        (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+        (["demo", "--mode", "loud"], "argument --mode: invalid choice: 'loud'"),
+        (["demo", "--thresholds", "three"], "expected whole numbers separated by commas"),
+        (["audit", "x", "--ignore-arguments", "no-equals-sign"], "expected TOOL=ARGUMENT"),
+        (["audit", "x", "--ignore-arguments", "t=a,,b"], "expected TOOL=ARGUMENT"),
+        (["audit", "x", "--exclude", "a,,b"], "expected names separated by commas"),
+        (["audit", "x", "--fail-on", "0"], "expected gentle, detailed or a number >= 1"),
+        (["audit", "x", "--top", "zero"], "expected a whole number >= 1; got 'zero'"),
+        (["demo", "--thresholds", "1,3"], "error: --thresholds: invalid threshold 1 — every"),
+        (["demo", "--detect", "repeat,loops"], "error: --detect: unknown detector 'loops'"),
+        (["demo", "--error-pattern", "("], "error: --error-pattern: invalid regular expression"),
+        (
+            ["demo", "--escalate-after", "5"],
+            "error: --escalate-after 5 must be greater than every threshold of the repeat "
+            "detector (the last is 8)",
+        ),
+        (
+            ["demo", "--exit-behavior", "error"],
+            "error: --exit-behavior applies only with --escalate-after set",
+        ),
+        (
+            ["demo", "--thresholds", "1", "--stale-thresholds", "1", "--detect", "stale"],
+            "error: --thresholds: invalid threshold 1 — every threshold must be an integer >= 2; "
+            "--stale-thresholds: invalid threshold 1",
+        ),
+    ],
+)
+def test_every_error_is_one_line_and_exit_code_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], wanted: str
+) -> None:
+    assert wanted in one_error(capsys, argv)
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"repeat-reminder-langchain {__version__}\n"
+
+
+def test_help_defines_every_column(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", "--help"]) == 0
+    out = capsys.readouterr().out
+    for column in ("calls", "longest", "streaks", "gentle", "detailed", "escalated", "wasted"):
+        assert f"\n  {column} " in out
+    for word in ("conversation (its index", "message (the", "tokens: the", "--fail-on"):
+        assert word in out
+    assert main(["demo", "--help"]) == 0
+    assert "error prints the RepeatToolLoopError on one line and exits 1" in (
+        " ".join(capsys.readouterr().out.split())
+    )
+
+
+def test_every_guard_option_reaches_the_config(
+    capsys: pytest.CaptureFixture[str], log: str
+) -> None:
+    argv = ["audit", log, "--json", "--thresholds", "2, 4", "--repeat-every", "2"]
+    argv += ["--ignore-arguments", "job_status=trace_id,span", "--ignore-arguments", "x=y"]
+    argv += ["--ignore-arguments", "job_status=more", "--progress", "result"]
+    argv += ["--detect", "all", "--stale-thresholds", "4", "--same-error-thresholds", "2,6"]
+    argv += ["--error-pattern", "^Error", "--arguments-preview-chars", "40"]
+    argv += ["--escalate-after", "7", "--exit-behavior", "block"]
+
+    assert settings(capsys, argv) == {
+        "thresholds": [2, 4],
+        "include": [],
+        "exclude": [],
+        "arguments_preview_chars": 40,
+        "message_type": "system",
+        "repeat_every": 2,
+        "ignore_arguments": {"job_status": ["trace_id", "span", "more"], "x": ["y"]},
+        "progress": "result",
+        "mode": "remind",
+        "detect": ["repeat", "same_error", "stale"],
+        "stale_thresholds": [4],
+        "same_error_thresholds": [2, 6],
+        "error_pattern": "^Error",
+        "escalate_after": 7,
+        "exit_behavior": "block",
+    }
 
 
 def test_python_m_runs_main(
@@ -84,75 +163,3 @@ def test_python_m_runs_main(
         runpy.run_module("repeat_reminder_langchain", run_name="__main__")
     assert exit_info.value.code == 0
     assert "[gentle · job_status × 2]" in capsys.readouterr().out
-
-
-def test_rows_cover_every_kind_of_message() -> None:
-    call = {"name": "ls", "args": {"dir": "."}, "id": "1"}
-    odd = {"name": "raw", "args": {"args": [1]}, "id": "2"}
-    messages = [
-        SystemMessage("be brief"),
-        HumanMessage([{"type": "text", "text": "list"}, "files"]),
-        AIMessage("sure", tool_calls=[call, odd]),
-        ToolMessage("a b", tool_call_id="1"),
-        ToolMessage({"k": 1}, tool_call_id="2", name="raw"),  # type: ignore[arg-type]
-        AIMessage(""),
-    ]
-    rows = transcript_rows(messages)
-
-    assert [(r.role, r.text) for r in rows] == [
-        ("system", "be brief"),
-        ("user", "list files"),
-        ("assistant", 'sure → ls(dir=".") → raw(args=[1])'),
-        ("tool", "tool → a b"),
-        ("tool", "raw → {'k': 1}"),
-        ("assistant", ""),
-    ]
-    assert format_transcript(messages, width=20).splitlines()[2] == "  3  assistant  sur…"
-
-
-def test_summary_counts_streaks_as_the_guard_does() -> None:
-    def turn(n: int, name: str = "grep", args: object = None) -> list[object]:
-        call = {"name": name, "args": args or {"q": 1}, "id": f"c{n}"}
-        return [
-            AIMessage("", tool_calls=[call], id=f"m{n}"),
-            ToolMessage("r", tool_call_id=f"c{n}"),
-        ]
-
-    messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3, "todo"), *turn(4)]
-    messages += [HumanMessage("again"), *turn(5), *turn(6, args={"q": 2})]
-    config = ReminderConfig(exclude=["todo"])
-
-    assert [(c.tool, n) for c, n, _ in replay(messages, config)] == [
-        ("grep", 1), ("grep", 2), ("todo", None), ("grep", 3), ("grep", 1), ("grep", 1),
-    ]  # fmt: skip
-    summary = summarize(messages, config)
-    assert (summary.calls, summary.reminders, summary.longest) == (6, 0, ("grep", 3))
-    assert summarize([HumanMessage("hi")]).longest is None
-
-
-def test_replay_counts_a_turn_with_reused_call_ids_again() -> None:
-    def turn(n: int) -> list[object]:
-        call = {"name": "grep", "args": {}, "id": "call_0"}
-        return [
-            AIMessage("", tool_calls=[call], id=f"m{n}"),
-            ToolMessage("r", tool_call_id="call_0"),
-        ]
-
-    messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3)]
-    assert [n for _, n, _ in replay(messages, ReminderConfig())] == [1, 2, 3]
-
-
-def test_demo_in_observe_mode_reports_what_it_would_have_sent(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert main(["demo", "--mode", "observe"]) == 0
-    out = capsys.readouterr().out
-
-    assert "(observe mode: none are sent)" in out
-    assert "REMINDER" not in out
-    assert "Guard observing: 13 tool calls · 0 reminders" in out
-    assert "Guard stats:     13 calls counted · reminders {'job_status': {'detailed': 2," in out
-    assert "recovery rate 0%" in out  # the model never read them
-
-    assert main(["demo", "--mode", "observe", "--repeat-every", "2"]) == 0
-    assert "{'job_status': {'detailed': 4, 'gentle': 1}}" in capsys.readouterr().out

@@ -1,28 +1,94 @@
-"""Auditing saved conversations: the streaks in them and the reminders the guard would send.
+"""Auditing saved conversations: where the guard would have stepped in, and what it would save.
 
-A file holds one conversation or many: a JSON list of LangChain message dicts (as
-`messages_to_dict` writes them), a JSON list of such lists, or JSON Lines of either (one message
-dict per line for one conversation, or one list per line for one conversation each).
+Each conversation is replayed through the guard's own counting (`transcript.replay`), with the
+same configuration a guard would take, one conversation at a time; only compact findings are
+kept. Reading the files is `logs.LogReader`'s job; the HTML report is `report.py`'s.
+
+Definitions (the command line's `--help` and the README use the same words):
+
+* a **finding** is a reminder the guard would have sent (`gentle` or `detailed`), or, with
+  `escalate_after`, a loop it would have stopped (`escalated`);
+* a call is **wasted** when a detector's count for it is past that detector's first threshold:
+  the guard would already have reminded the model, so a model that heeds the first reminder
+  does not make it. A streak of 6 identical calls with thresholds 3, 5, 8 wastes 3 calls;
+* the **tokens** of wasted calls are the input and output tokens of the model turns that made
+  them (each turn once), where the log records usage.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage, messages_from_dict
+from langchain_core.messages import AIMessage, BaseMessage
 
-from ..config import ReminderConfig
+from ..config import BOOKKEEPING_TOOLS, ReminderConfig
+from ..policy import ToolPolicy
+from ..reminder import preview
+from ..streaks import result_text
+from .logs import Conversation
 from .transcript import replay
 
-__all__ = ["AuditError", "ToolAudit", "audit", "format_audit", "load_conversations"]
+__all__ = [
+    "Audit",
+    "Auditor",
+    "ConversationAudit",
+    "Finding",
+    "Revealed",
+    "TimelineCall",
+    "ToolAudit",
+    "audit",
+    "exceeds",
+    "format_audit",
+    "settings",
+]
+
+_SHOWN = 100  # characters of arguments or results a finding or a call row keeps
+_LEVELS = ("gentle", "detailed", "escalated")
 
 
-class AuditError(ValueError):
-    """A file that holds no conversations the audit can read."""
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reminder the guard would have sent, or one loop it would have stopped.
+
+    Attributes:
+        conversation: The conversation's index in the input, from 0 across all files read.
+        id: The conversation's id, when its record has one.
+        position: The index, in the conversation's message list, of the model message whose
+            call drew it.
+        call: The call's position among that message's calls, from 0.
+        tool: The tool called.
+        detector: `repeat`, `stale` or `same_error`.
+        count: What the detector counted.
+        level: `gentle`, `detailed`, or `escalated` (the loop reached `escalate_after`).
+        arguments: The call's canonical arguments, cut to 100 characters.
+    """
+
+    conversation: int
+    id: str | None
+    position: int
+    call: int
+    tool: str
+    detector: str
+    count: int
+    level: str
+    arguments: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data, for `--json`."""
+        return {
+            "conversation": self.conversation,
+            "id": self.id,
+            "position": self.position,
+            "call": self.call,
+            "tool": self.tool,
+            "detector": self.detector,
+            "count": self.count,
+            "level": self.level,
+            "arguments": self.arguments,
+        }
 
 
 @dataclass(slots=True)
@@ -35,6 +101,8 @@ class ToolAudit:
         streaks: Runs of two or more identical calls.
         gentle: Gentle reminders the guard would have sent.
         detailed: Detailed reminders the guard would have sent.
+        escalated: Loops the guard would have stopped (with `escalate_after`).
+        wasted: Wasted calls (see the module's definitions).
     """
 
     calls: int = 0
@@ -42,119 +110,579 @@ class ToolAudit:
     streaks: int = 0
     gentle: int = 0
     detailed: int = 0
+    escalated: int = 0
+    wasted: int = 0
 
 
 @dataclass(slots=True)
-class Audit:
-    """The audit of a set of conversations."""
+class ConversationAudit:
+    """One conversation with findings.
 
-    conversations: int
-    calls: int = 0
-    tools: dict[str, ToolAudit] = field(default_factory=dict)
+    Attributes:
+        index: The conversation's index in the input, from 0.
+        id: Its id, when its record has one.
+        source: The file it came from.
+        calls: The calls it made.
+        wasted: Its wasted calls.
+        tokens: The tokens of the model turns that made them; None when it records no usage.
+        findings: Its findings, in order.
+    """
+
+    index: int
+    id: str | None
+    source: str
+    calls: int
+    wasted: int
+    tokens: int | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def reminders(self) -> int:
+        """Reminders among the findings (escalations left out)."""
+        return sum(finding.level != "escalated" for finding in self.findings)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for `--json`."""
         return {
-            "conversations": self.conversations,
+            "conversation": self.index,
+            "id": self.id,
+            "source": self.source,
             "calls": self.calls,
-            "tools": {name: asdict(tool) for name, tool in sorted(self.tools.items())},
+            "reminders": self.reminders,
+            "escalations": len(self.findings) - self.reminders,
+            "wasted": self.wasted,
+            "tokens": self.tokens,
         }
 
 
-def load_conversations(path: str | Path) -> list[list[BaseMessage]]:
-    """The conversations a file holds.
+@dataclass(frozen=True, slots=True)
+class TimelineCall:
+    """One call of a flagged conversation, as the HTML report shows it.
 
-    Raises:
-        AuditError: The file cannot be read, or holds something else.
+    Attributes:
+        number: The call's position among the conversation's calls, from 1.
+        position: The index of the model message that made it.
+        tool: The tool called.
+        streak: The run of identical calls it reached; None for an untracked call.
+        counts: What each detector counted, as text (`repeat 4 · stale 2`).
+        level: The level of the finding it drew, if any.
+        detector: The detector of that finding, if any.
+        arguments: Its arguments, cut short.
+        result: Its result, cut short.
+        wasted: Whether it was a wasted call.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise AuditError(f"cannot read it ({error.__class__.__name__}: {error})") from None
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError:
-        data = _json_lines(text)
-    if not isinstance(data, list) or not data:
-        raise AuditError("expected a JSON list of message dicts, a list of such lists, or JSONL")
-    if all(isinstance(item, dict) for item in data):
-        data = [data]
-    if not all(isinstance(item, list) for item in data):
-        raise AuditError("mixes message dicts and conversations; expected one or the other")
-    conversations = []
-    for number, conversation in enumerate(data, start=1):
-        try:
-            conversations.append(messages_from_dict(conversation))
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise AuditError(
-                f"conversation {number} holds something that is not a LangChain message dict "
-                f"(as messages_to_dict writes them): {error!r}"
-            ) from None
-    return conversations
+
+    number: int
+    position: int
+    tool: str
+    streak: int | None
+    counts: str
+    level: str | None
+    detector: str | None
+    arguments: str
+    result: str
+    wasted: bool
 
 
-def _json_lines(text: str) -> list[Any]:
-    items = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise AuditError(f"line {number} is not JSON ({error.msg})") from None
-    return items
+@dataclass(frozen=True, slots=True)
+class Revealed:
+    """What excluding one bookkeeping tool would reveal: findings hidden by its calls.
+
+    Attributes:
+        tool: The bookkeeping tool.
+        findings: Findings the audit makes only with the tool excluded.
+        conversations: Conversations with at least one of them.
+    """
+
+    tool: str
+    findings: int
+    conversations: int
 
 
-def audit(conversations: Sequence[Sequence[BaseMessage]], config: ReminderConfig) -> Audit:
-    """Count each conversation as the guard would, per tool."""
-    result = Audit(conversations=len(conversations))
-    for messages in conversations:
-        for item in replay(messages, config):
-            tool = result.tools.setdefault(item.call.tool, ToolAudit())
-            tool.calls += 1
-            result.calls += 1
-            if item.trace is not None:
-                tool.longest = max(tool.longest, item.trace.streak)
-                tool.streaks += item.trace.streak == 2
-                reminder = item.trace.reminder
-                if reminder is not None and reminder.level == "gentle":
-                    tool.gentle += 1
-                elif reminder is not None:
-                    tool.detailed += 1
-    return result
+@dataclass
+class Audit:
+    """The audit of a set of conversations.
+
+    Attributes:
+        config: The settings the conversations were counted with.
+        conversations: Conversations read.
+        calls: Tool calls made in them.
+        tools: Per tool, what its calls looked like.
+        detectors: Per detector in use, `{"reminders": n, "escalations": n,
+            "conversations": n}`.
+        flagged: The conversations with findings, in input order.
+        wasted: Wasted calls in all.
+        tokens: Tokens of the turns that made wasted calls; None when no log records usage.
+        tokens_recorded: Tokens of every model turn whose usage is recorded.
+        revealed: Per bookkeeping tool whose exclusion would reveal findings, what it would.
+        timelines: Flagged conversations with their calls, most wasted calls first (only when
+            asked for, for the HTML report).
+        skipped: Unreadable parts skipped (with `skip_bad`).
+        problems: The first few of those.
+        sources: The files read.
+    """
+
+    config: ReminderConfig
+    conversations: int = 0
+    calls: int = 0
+    tools: dict[str, ToolAudit] = field(default_factory=dict)
+    detectors: dict[str, dict[str, int]] = field(default_factory=dict)
+    flagged: list[ConversationAudit] = field(default_factory=list)
+    wasted: int = 0
+    tokens: int | None = None
+    tokens_recorded: int = 0
+    revealed: list[Revealed] = field(default_factory=list)
+    timelines: list[tuple[ConversationAudit, list[TimelineCall]]] = field(default_factory=list)
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding, in input order."""
+        return [finding for found in self.flagged for finding in found.findings]
+
+    def count(self, level: str | None = None) -> int:
+        """Reminders found (escalations left out), or those of one level."""
+        if level is None:
+            return sum(found.reminders for found in self.flagged)
+        return sum(f.level == level for found in self.flagged for f in found.findings)
+
+    def top(self, number: int) -> list[ConversationAudit]:
+        """The `number` flagged conversations with the most wasted calls (then findings)."""
+        return heapq.nsmallest(
+            number, self.flagged, key=lambda c: (-c.wasted, -len(c.findings), c.index)
+        )
+
+    def as_dict(self, top: int = 10) -> dict[str, Any]:
+        """Plain data, for `--json`: the settings used, the totals and every finding."""
+        wasted_in = sum(found.wasted > 0 for found in self.flagged)
+        return {
+            "settings": settings(self.config),
+            "sources": self.sources,
+            "conversations": self.conversations,
+            "skipped": self.skipped,
+            "calls": self.calls,
+            "reminders": {level: self.count(level) for level in _LEVELS},
+            "wasted": {
+                "calls": self.wasted,
+                "conversations": wasted_in,
+                "tokens": self.tokens,
+                "tokens_recorded": self.tokens_recorded,
+            },
+            "tools": {name: _plain(tool) for name, tool in sorted(self.tools.items())},
+            "detectors": self.detectors,
+            "bookkeeping": [
+                {"tool": r.tool, "findings": r.findings, "conversations": r.conversations}
+                for r in self.revealed
+            ],
+            "top": [found.as_dict() for found in self.top(top)],
+            "flagged": [found.as_dict() for found in self.flagged],
+            "findings": [finding.as_dict() for finding in self.findings],
+        }
+
+
+def _plain(tool: ToolAudit) -> dict[str, int]:
+    return {name: getattr(tool, name) for name in ToolAudit.__dataclass_fields__}
+
+
+def settings(config: ReminderConfig) -> dict[str, Any]:
+    """Every field of `config`, as plain JSON data."""
+    found: dict[str, Any] = {}
+    for name in ReminderConfig.model_fields:
+        value = getattr(config, name)
+        if isinstance(value, Mapping):
+            value = {key: list(items) for key, items in value.items()}
+        elif isinstance(value, tuple):
+            value = list(value)
+        found[name] = value
+    return found
+
+
+def exceeds(config: ReminderConfig, tool: str, counts: Mapping[str, int]) -> bool:
+    """Whether a call is wasted: a detector's count past that detector's first threshold."""
+    for detector, count in counts.items():
+        if detector == "repeat":
+            rules = config.rules(tool)
+            first = rules.thresholds[0] if rules is not None else config.thresholds[0]
+        elif detector == "stale":
+            first = config.stale_thresholds[0]
+        else:
+            first = config.same_error_thresholds[0]
+        if count > first:
+            return True
+    return False
+
+
+def _without(config: ReminderConfig, tool: str) -> ReminderConfig:
+    fields = {name: getattr(config, name) for name in config.model_fields_set}
+    fields["exclude"] = (*config.exclude, tool)
+    return ReminderConfig(**fields)
+
+
+class Auditor:
+    """Audits conversations one at a time and keeps only what the report needs.
+
+    Args:
+        config: The guard's settings to count with.
+        policies: The policies tools declared (a guard's `tool_policies`), if any.
+        timelines: How many flagged conversations (most wasted calls first) keep their calls
+            for the HTML report; 0 keeps none.
+    """
+
+    def __init__(
+        self,
+        config: ReminderConfig,
+        policies: Mapping[str, ToolPolicy] | None = None,
+        *,
+        timelines: int = 0,
+    ) -> None:
+        self.config = config
+        self.policies = policies
+        self.result = Audit(config, detectors={d: _detector() for d in config.detect})
+        self._timelines = timelines
+        self._kept: list[tuple[tuple[int, int, int], int, ConversationAudit, list[Any]]] = []
+        self._excluded: dict[str, ReminderConfig] = {}
+        self._revealed: dict[str, list[int]] = {}
+
+    def add(self, conversation: Conversation) -> ConversationAudit | None:
+        """Audit one conversation; what it found, or None when it found nothing."""
+        result = self.result
+        result.conversations += 1
+        walk = _Walk([] if self._timelines else None)
+        for number, item in enumerate(
+            replay(conversation.messages, self.config, self.policies), start=1
+        ):
+            self._call(conversation, number, item, walk)
+        result.calls += walk.calls
+        result.wasted += walk.wasted
+        tokens = self._tokens(conversation.messages, walk.wasted_turns)
+        self._reveal(conversation, walk.present, walk.findings)
+        if not walk.findings:
+            return None
+        for detector in {finding.detector for finding in walk.findings}:
+            result.detectors[detector]["conversations"] += 1
+        audited = ConversationAudit(
+            conversation.index,
+            conversation.id,
+            conversation.source,
+            walk.calls,
+            walk.wasted,
+            tokens,
+            tuple(walk.findings),
+        )
+        result.flagged.append(audited)
+        if walk.rows is not None:
+            self._keep(audited, walk.rows)
+        return audited
+
+    def _call(self, conversation: Conversation, number: int, item: Any, walk: _Walk) -> None:
+        """Count one replayed call into its tool's totals and the conversation's."""
+        call, trace = item.call, item.trace
+        position = conversation.positions[item.message]
+        tool = self.result.tools.get(call.tool)
+        if tool is None:
+            tool = self.result.tools[call.tool] = ToolAudit()
+        tool.calls += 1
+        walk.calls += 1
+        walk.present.add(call.tool)
+        if trace is None:
+            if walk.rows is not None:
+                walk.rows.append(_row(number, position, call, None))
+            return
+        tool.longest = max(tool.longest, trace.streak)
+        tool.streaks += trace.streak == 2
+        wasted = exceeds(self.config, call.tool, trace.counts)
+        if wasted:
+            tool.wasted += 1
+            walk.wasted += 1
+            walk.wasted_turns.add(item.message)
+        found = trace.reminder or trace.escalation
+        if trace.escalation is not None:
+            # Replayed, a stopped loop goes on past the stop, escalating at every call; at
+            # run time it ended (or was blocked) at the first: one finding per loop.
+            key = (call.tool, trace.escalation.detector, trace.escalation.count - 1)
+            if key == walk.stopped:
+                found = None
+            walk.stopped = (*key[:2], trace.escalation.count)
+        finding = None
+        if found is not None:
+            level = "escalated" if trace.reminder is None else trace.reminder.level
+            setattr(tool, level, getattr(tool, level) + 1)
+            slot = self.result.detectors[found.detector]
+            slot["escalations" if level == "escalated" else "reminders"] += 1
+            finding = Finding(
+                conversation.index,
+                conversation.id,
+                position,
+                trace.position,
+                call.tool,
+                found.detector,
+                found.count,
+                level,
+                preview(found.arguments, _SHOWN),
+            )
+            walk.findings.append(finding)
+        if walk.rows is not None:
+            walk.rows.append(_row(number, position, call, trace, finding=finding, wasted=wasted))
+
+    def _tokens(self, messages: Sequence[BaseMessage], wasted_turns: set[int]) -> int | None:
+        recorded = False
+        spent = 0
+        for index, message in enumerate(messages):
+            usage = message.usage_metadata if isinstance(message, AIMessage) else None
+            if usage:
+                recorded = True
+                total = usage.get("total_tokens") or (
+                    usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+                )
+                self.result.tokens_recorded += total
+                if index in wasted_turns:
+                    spent += total
+        if not recorded:
+            return None
+        self.result.tokens = (self.result.tokens or 0) + spent
+        return spent
+
+    def _reveal(
+        self, conversation: Conversation, present: set[str], findings: list[Finding]
+    ) -> None:
+        """Replay once more per bookkeeping tool called, to see what excluding it reveals."""
+        for tool in sorted(present.intersection(BOOKKEEPING_TOOLS)):
+            if not self.config.tracks(tool, (self.policies or {}).get(tool)):
+                continue
+            config = self._excluded.get(tool)
+            if config is None:
+                config = self._excluded[tool] = _without(self.config, tool)
+            known = {(f.position, f.detector, f.tool, f.count) for f in findings}
+            new = 0
+            for item in replay(conversation.messages, config, self.policies):
+                trace = item.trace
+                found = trace and (trace.reminder or trace.escalation)
+                if found:
+                    key = (conversation.positions[item.message], found.detector)
+                    new += (*key, found.tool, found.count) not in known
+            if new:
+                slot = self._revealed.setdefault(tool, [0, 0])
+                slot[0] += new
+                slot[1] += 1
+
+    def _keep(self, audited: ConversationAudit, rows: list[TimelineCall]) -> None:
+        rank = (audited.wasted, len(audited.findings), -audited.index)
+        entry = (rank, audited.index, audited, rows)
+        if len(self._kept) < self._timelines:
+            heapq.heappush(self._kept, entry)
+        else:
+            heapq.heappushpop(self._kept, entry)
+
+    def finish(
+        self, skipped: int = 0, problems: Iterable[str] = (), sources: Iterable[str] = ()
+    ) -> Audit:
+        """The audit so far, with what the reader skipped and the files it read."""
+        result = self.result
+        result.skipped = skipped
+        result.problems = list(problems)
+        result.sources = list(sources)
+        result.revealed = [
+            Revealed(tool, found, conversations)
+            for tool, (found, conversations) in sorted(self._revealed.items())
+        ]
+        kept = sorted(self._kept, reverse=True)
+        result.timelines = [(audited, rows) for _, _, audited, rows in kept]
+        return result
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What one conversation's calls add up to, while they are counted."""
+
+    rows: list[TimelineCall] | None
+    findings: list[Finding] = field(default_factory=list)
+    wasted_turns: set[int] = field(default_factory=set)
+    present: set[str] = field(default_factory=set)
+    calls: int = 0
+    wasted: int = 0
+    stopped: tuple[str, str, int] | None = None
+
+
+def _detector() -> dict[str, int]:
+    return {"reminders": 0, "escalations": 0, "conversations": 0}
+
+
+def _row(
+    number: int,
+    position: int,
+    call: Any,
+    trace: Any,
+    *,
+    finding: Finding | None = None,
+    wasted: bool = False,
+) -> TimelineCall:
+    from ..canonical import canonicalize
+
+    counts = "" if trace is None else " · ".join(f"{d} {n}" for d, n in trace.counts.items())
+    result = "" if call.result is None else result_text(call.result)
+    return TimelineCall(
+        number,
+        position,
+        call.tool,
+        None if trace is None else trace.streak,
+        counts,
+        None if finding is None else finding.level,
+        None if finding is None else finding.detector,
+        preview(canonicalize(call.args), _SHOWN),
+        preview(" ".join(result.split()), _SHOWN),
+        wasted,
+    )
+
+
+def audit(
+    conversations: Iterable[Sequence[BaseMessage]],
+    config: ReminderConfig,
+    policies: Mapping[str, ToolPolicy] | None = None,
+) -> Audit:
+    """Count message lists as the guard would; the audit of them all."""
+    auditor = Auditor(config, policies)
+    for index, messages in enumerate(conversations):
+        listed = list(messages)
+        auditor.add(Conversation(index, None, "", listed, tuple(range(len(listed))), "langchain"))
+    return auditor.finish()
 
 
 def _rules(config: ReminderConfig) -> str:
     """The counting rules in force: the thresholds, and every other rule not at its default."""
     rules = [f"thresholds {', '.join(map(str, config.thresholds))}"]
-    shown = {"include", "exclude", "repeat_every", "progress", "ignore_arguments"}
-    for name, value in config.model_dump(include=shown, exclude_defaults=True).items():
+    shown = (
+        "detect",
+        "include",
+        "exclude",
+        "repeat_every",
+        "progress",
+        "ignore_arguments",
+        "stale_thresholds",
+        "same_error_thresholds",
+        "error_pattern",
+        "escalate_after",
+        "exit_behavior",
+    )
+    dumped = settings(config)
+    defaults = settings(ReminderConfig())
+    for name in shown:
+        value = dumped[name]
+        if value == defaults[name]:
+            continue
         if isinstance(value, dict):
             text = "; ".join(f"{tool}: {', '.join(keys)}" for tool, keys in value.items())
         else:
-            text = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
+            text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         rules.append(f"{name.replace('_', ' ')} {text}")
     return " · ".join(rules)
 
 
-def format_audit(result: Audit, config: ReminderConfig) -> str:
-    """The audit as a table, one row per tool, most called first.
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Columns two spaces apart: numbers to the right, text to the left, the last unpadded."""
+    cells = [[f"{cell:,}" if isinstance(cell, int) else str(cell) for cell in row] for row in rows]
+    width = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(header)]
+    right = [bool(cells) and all(_number(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for row in (list(header), *cells):
+        parts = []
+        for i, cell in enumerate(row):
+            last = i == len(row) - 1
+            if right[i]:
+                parts.append(cell.rjust(width[i]))
+            else:
+                parts.append(cell if last else cell.ljust(width[i]))
+        lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def _number(text: str) -> bool:
+    return text.replace(",", "").isdigit() or text == "—"
+
+
+def _plural(number: int, word: str) -> str:
+    return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+def format_audit(result: Audit, top: int = 10) -> str:
+    """The audit as text: per tool, per detector, the costliest conversations, every finding.
 
     Example:
-        >>> print(format_audit(Audit(conversations=1), ReminderConfig()))
-        1 conversations · 0 tool calls · thresholds 3, 5, 8
-        tool  calls  longest  streaks  gentle  detailed
+        >>> print(format_audit(Audit(ReminderConfig(), conversations=1)))
+        1 conversation · 0 tool calls · thresholds 3, 5, 8
+        tool  calls  longest  streaks  gentle  detailed  wasted
+        <BLANKLINE>
+        no findings: the guard would not have stepped in.
     """
-    lines = [f"{result.conversations} conversations · {result.calls} tool calls · {_rules(config)}"]
-    rows = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
-    width = max([4, *(len(name) for name, _ in rows)])
-    columns = ("calls", "longest", "streaks", "gentle", "detailed")
-    lines.append(f"{'tool':<{width}}  " + "  ".join(columns))
-    for name, tool in rows:
-        cells = [getattr(tool, column) for column in columns]
-        lines.append(
-            f"{name:<{width}}  "
-            + "  ".join(
-                f"{cell:>{len(column)}}" for cell, column in zip(cells, columns, strict=True)
-            )
-        )
+    config = result.config
+    head = [_plural(result.conversations, "conversation"), _plural(result.calls, "tool call")]
+    if len(result.sources) > 1:
+        head.append(_plural(len(result.sources), "file"))
+    if result.skipped:
+        head.append(f"{result.skipped:,} unreadable skipped")
+    lines = [" · ".join([*head, _rules(config)])]
+    columns = ["calls", "longest", "streaks", "gentle", "detailed"]
+    if config.escalate_after is not None:
+        columns.append("escalated")
+    columns.append("wasted")
+    tools = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
+    lines += _table(
+        ["tool", *columns], ([name, *(getattr(t, c) for c in columns)] for name, t in tools)
+    )
+    if result.skipped:
+        lines += ["", *(f"skipped: {problem}" for problem in result.problems)]
+    flagged = result.flagged
+    if not flagged:
+        lines += ["", "no findings: the guard would not have stepped in."]
+        lines += _notes(result)
+        return "\n".join(lines)
+    lines.append("")
+    lines += _table(
+        ["detector", "reminders", "escalations", "conversations"],
+        (
+            [name, slot["reminders"], slot["escalations"], slot["conversations"]]
+            for name, slot in result.detectors.items()
+        ),
+    )
+    wasted_in = sum(found.wasted > 0 for found in flagged)
+    lines += [
+        "",
+        f"wasted calls: {result.wasted:,} in {_plural(wasted_in, 'conversation')} · "
+        f"tokens spent on them: {_tokens(result)}",
+    ]
+    lines += _notes(result)
+    chosen = result.top(top)
+    lines += ["", f"top {len(chosen)} conversations by wasted calls"]
+    lines += _table(
+        ["conversation", "id", "calls", "reminders", "wasted", "tokens"],
+        ([c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)] for c in chosen),
+    )
+    lines += ["", "findings: the reminders the guard would have sent"]
+    lines += _table(
+        ["conversation", "id", "message", "tool", "detector", "count", "level", "arguments"],
+        (
+            [f.conversation, f.id or "—", f.position, f.tool, f.detector, f.count, f.level,
+             f.arguments]
+            for f in result.findings
+        ),
+    )  # fmt: skip
     return "\n".join(lines)
+
+
+def _count(number: int | None) -> str:
+    return "—" if number is None else f"{number:,}"
+
+
+def _tokens(result: Audit) -> str:
+    if result.tokens is None:
+        return "not recorded in these logs"
+    return f"{result.tokens:,} of {result.tokens_recorded:,} recorded"
+
+
+def _notes(result: Audit) -> list[str]:
+    return [
+        f"note: excluding {r.tool} would reveal {_plural(r.findings, 'reminder')} in "
+        f"{_plural(r.conversations, 'conversation')} (--exclude {r.tool})"
+        for r in result.revealed
+    ]

@@ -1,156 +1,399 @@
-"""Command line: `python -m repeat_reminder_langchain demo|audit ...` (`--help` for each)."""
+"""Command line: `python -m repeat_reminder_langchain demo|audit ...` (`--help` for each).
+
+Every error is one line on standard error and exit code 2; options go in any order, lists
+are comma-separated (and list options may be repeated).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from pydantic import ValidationError
+from .. import __version__
+from ..config import ConfigError, ReminderConfig
 
-from ..callbacks import RepeatToolReminderCallbackHandler
-from ..config import ReminderConfig
+__all__ = ["main"]
+
+_AUDIT_HELP = """\
+FILE: saved conversations, one or many: a file, a glob (quote it), or - for standard input.
+Read without a flag: LangChain message dicts (messages_to_dict), OpenAI chat-completions
+messages, Anthropic Messages; bare lists or records holding one (like {"messages": [...]} or
+τ-bench's {"task_id", "traj", ...}); JSON, JSON Lines, gzip.
+
+The per-tool table:
+  calls      calls made to the tool (untracked calls included)
+  longest    the longest run of identical consecutive calls
+  streaks    runs of two or more identical consecutive calls
+  gentle     gentle reminders the guard would have sent (a detector's first threshold)
+  detailed   detailed reminders it would have sent (every later threshold)
+  escalated  loops it would have stopped (shown with --escalate-after)
+  wasted     wasted calls: calls for which a detector's count was past its first
+             threshold, so the guard had already reminded the model; a run of 6 identical
+             calls with thresholds 3,5,8 wastes 3 calls
+Per detector: reminders, escalations, and conversations with at least one of them.
+Top conversations (--top): conversation (its index in the input, from 0 across all
+  files), id (the record's id, if it has one), calls, reminders, wasted, and tokens: the
+  input and output tokens of the model turns that made wasted calls, where the log records
+  usage (usage_metadata, or usage in OpenAI and Anthropic logs); "—" when it does not.
+Findings, one per reminder the guard would have sent: conversation, id, message (the
+  index of the model message that made the call, in the conversation's message list;
+  "position" in --json), tool, detector (repeat, stale, same_error), count (what the
+  detector counted), level (gentle, detailed, escalated) and arguments (canonical, cut to
+  100 characters).
+A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
+
+Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
+
+_DEMO_HELP = """\
+Runs offline on a scripted model. --scenario poll: it polls a finished job and changes
+course at the detailed reminder. --scenario stale: it re-runs the same test between other
+steps and gets the same output (try --detect repeat,stale).
+With --escalate-after N the guard stops the loop at N: --exit-behavior end ends the run with
+a final message; error prints the RepeatToolLoopError on one line and exits 1; interrupt
+pauses for a human, and the demo answers "end" for you (it runs unattended).
+
+Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options."""
 
 
-def _thresholds(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
+class _UsageError(Exception):
+    """A command line that cannot run: the one-line message to print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+
+def _numbers(text: str) -> list[int]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() for part in parts):
         raise argparse.ArgumentTypeError(
             f"expected whole numbers separated by commas, like 3,5,8; got {text!r}"
-        ) from None
+        )
+    return [int(part) for part in parts]
+
+
+def _names(text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(
+            f"expected names separated by commas, like think,write_todos; got {text!r}"
+        )
+    return parts
+
+
+def _detectors(text: str) -> list[str]:
+    if text.strip() == "all":
+        return ["repeat", "stale", "same_error"]
+    return _names(text)
+
+
+def _count(least: int, hint: str = "") -> Any:
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {least}{hint}; got {text!r}"
+            )
+        return int(text)
+
+    return parse
 
 
 def _ignore(text: str) -> tuple[str, list[str]]:
     tool, _, keys = text.partition("=")
-    if not tool or not keys:
+    arguments = [key.strip() for key in keys.split(",")]
+    if not tool.strip() or not all(arguments):
         raise argparse.ArgumentTypeError(
             f"expected TOOL=ARGUMENT[,ARGUMENT...], like run_shell=description; got {text!r}"
         )
-    return tool, [key for key in keys.split(",") if key]
+    return tool.strip(), arguments
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m repeat_reminder_langchain",
-        description="A loop guard for LangChain and LangGraph agents.",
+def _fail_on(text: str) -> str | int:
+    if text in ("gentle", "detailed"):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected gentle, detailed or a number >= 1; got {text!r}")
+
+
+def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
+    group = command.add_argument_group("guard options (as ReminderConfig's fields)")
+    add = group.add_argument
+    add(
+        "--thresholds",
+        type=_numbers,
+        metavar="N,N,...",
+        help="run lengths of identical calls that draw a reminder (default 3,5,8)",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser(
-        "demo",
-        help="run an agent that loops on a finished job, offline, and print its transcript",
+    add(
+        "--repeat-every",
+        type=_count(1, ", or leave the option out to stay silent"),
+        metavar="N",
+        help="after the last threshold, remind again every N repeats",
     )
-    audit = commands.add_parser(
-        "audit",
-        help="count the streaks in saved conversations and the reminders the guard would send",
-        description="FILE: a JSON list of LangChain message dicts (as messages_to_dict writes "
-        "them), a list of such lists, or JSON Lines of either.",
+    add(
+        "--include",
+        type=_names,
+        action="extend",
+        metavar="PATTERN,...",
+        help="tools to track (* matches anything); repeatable",
     )
-    audit.add_argument("file", metavar="FILE")
-    audit.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    for command in (demo, audit):
-        command.add_argument(
-            "--thresholds",
-            type=_thresholds,
-            help="run lengths that draw a reminder, comma-separated (default 3,5,8)",
-        )
-        command.add_argument(
-            "--repeat-every",
-            type=int,
-            help="after the last threshold, remind again every N repeats",
-        )
-    demo.add_argument(
-        "--message-type",
-        choices=["system", "human"],
-        help="send reminders as system messages (default) or as tagged user messages",
+    add(
+        "--exclude",
+        type=_names,
+        action="extend",
+        metavar="PATTERN,...",
+        help="tools the guard looks through, e.g. think; repeatable",
     )
-    demo.add_argument(
-        "--mode",
-        choices=["remind", "observe"],
-        help="observe: count and report, add nothing to the conversation",
+    add(
+        "--ignore-arguments",
+        type=_ignore,
+        action="append",
+        metavar="TOOL=ARG,...",
+        help="arguments left out of the comparison, e.g. run_shell=description,timeout*; "
+        "repeatable, one tool each",
     )
-    audit.add_argument("--include", nargs="+", metavar="PATTERN", help="tools to track")
-    audit.add_argument("--exclude", nargs="+", metavar="PATTERN", help="tools to leave out")
-    audit.add_argument(
+    add(
         "--progress",
         choices=["none", "result", "auto"],
         help="result: the same call with a new result starts a new run",
     )
-    audit.add_argument(
-        "--ignore-arguments",
-        type=_ignore,
-        nargs="+",
-        metavar="TOOL=ARGS",
-        help="arguments left out of the key, e.g. run_shell=description,timeout*",
+    add(
+        "--detect",
+        type=_detectors,
+        metavar="DETECTOR,...",
+        help="repeat (default), stale, same_error, or all",
     )
+    add(
+        "--stale-thresholds",
+        type=_numbers,
+        metavar="N,...",
+        help="identical results of one call that draw a stale reminder (default 3)",
+    )
+    add(
+        "--same-error-thresholds",
+        type=_numbers,
+        metavar="N,...",
+        help="consecutive identical failures that draw a same_error reminder (default 3)",
+    )
+    add(
+        "--error-pattern",
+        metavar="REGEX",
+        help="a result whose text this matches is a failure (besides status=error)",
+    )
+    add(
+        "--arguments-preview-chars",
+        type=_count(1),
+        metavar="N",
+        help="how much of the arguments a detailed reminder quotes (default 500)",
+    )
+    add(
+        "--escalate-after",
+        type=_count(2),
+        metavar="N",
+        help="stop the loop at this count, as --exit-behavior says",
+    )
+    add("--exit-behavior", choices=["end", "error", "interrupt", "block"],
+        help="how the guard stops a loop (default end); needs --escalate-after"
+        + ("" if audit else "; block needs the middleware, so the demo refuses it"))  # fmt: skip
+    if not audit:
+        add(
+            "--message-type",
+            choices=["system", "human"],
+            help="send reminders as system messages (default) or as tagged user messages",
+        )
+        add("--mode", choices=["remind", "observe"],
+            help="observe: count and report, add nothing to the conversation")  # fmt: skip
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m repeat_reminder_langchain",
+        description="A loop guard for LangChain and LangGraph agents.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"repeat-reminder-langchain {__version__}"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,audit}")
+    demo = commands.add_parser(
+        "demo",
+        help="run an agent that loops, offline, and print its transcript",
+        description=_DEMO_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("--scenario", choices=["poll", "stale"], default="poll",
+                      help="poll: a finished job polled again and again (default); stale: "
+                      "the same test re-run between other steps")  # fmt: skip
+    audit = commands.add_parser(
+        "audit",
+        help="find where saved conversations loop and the reminders the guard would send",
+        description=_AUDIT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    audit.add_argument("files", metavar="FILE", nargs="+")
+    audit.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: the settings used, the totals and every finding",
+    )
+    audit.add_argument(
+        "--top",
+        type=_count(1),
+        default=10,
+        metavar="N",
+        help="list the N conversations with the most wasted calls (default 10)",
+    )
+    audit.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report with each flagged "
+        "conversation's timeline and calls",
+    )
+    audit.add_argument(
+        "--fail-on",
+        type=_fail_on,
+        metavar="gentle|detailed|N",
+        help="exit 1 when the audit finds a reminder (gentle: any; detailed: a "
+        "detailed one or a stopped loop; N: N reminders or more)",
+    )
+    audit.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="count and skip unreadable lines and records instead of stopping",
+    )
+    audit.add_argument(
+        "--messages-key",
+        metavar="KEY",
+        help="the record field holding the messages, when several could",
+    )
+    audit.add_argument(
+        "--id-key", metavar="KEY", help="the record field holding the conversation's id"
+    )
+    audit.add_argument("--quiet", action="store_true", help="no progress bar")  # fmt: skip
+    _guard_options(demo, audit=False)
+    _guard_options(audit, audit=True)
     return parser
 
 
+_FIELDS = (
+    "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
+    "stale_thresholds", "same_error_thresholds", "error_pattern", "arguments_preview_chars",
+    "escalate_after", "exit_behavior", "message_type", "mode",
+)  # fmt: skip
+
+
 def _config(args: argparse.Namespace) -> ReminderConfig:
-    names = ("thresholds", "repeat_every", "message_type", "mode", "include", "exclude")
     fields: dict[str, Any] = {
-        name: getattr(args, name) for name in (*names, "progress") if getattr(args, name, None)
+        name: getattr(args, name) for name in _FIELDS if getattr(args, name, None) is not None
     }
-    if getattr(args, "ignore_arguments", None):
-        fields["ignore_arguments"] = dict(args.ignore_arguments)
-    if args.repeat_every is not None:
-        fields["repeat_every"] = args.repeat_every
-    return ReminderConfig.model_validate(fields)
-
-
-def _demo(config: ReminderConfig) -> int:
-    from .demo import QUESTION, run_demo
-    from .transcript import format_transcript, summarize
-
-    thresholds = ", ".join(map(str, config.thresholds))
-    print(f"Demo: {QUESTION!r} — the model keeps polling a job that has already finished.")
-    print(
-        f"Guard: thresholds {thresholds}; reminders sent as {config.message_type} messages"
-        f"{'' if config.mode == 'remind' else ' (observe mode: none are sent)'}.\n"
-    )
-    guard = RepeatToolReminderCallbackHandler(config)
-    messages = run_demo(guard)
-    print(format_transcript(messages))
-    label = "With the guard:" if config.mode == "remind" else "Guard observing:"
-    print(f"\n{label:<16} {summarize(messages, config)}")
-    print(f"{'Without it:':<16} {summarize(run_demo(None), config)}")
-    stats = guard.stats.snapshot()
-    rate = stats["recovery_rate"]
-    print(
-        f"{'Guard stats:':<16} {stats['calls']} calls counted · reminders {stats['reminders']} · "
-        f"recovery rate {'n/a' if rate is None else f'{rate:.0%}'}"
-    )
-    return 0
-
-
-def _audit(path: str, as_json: bool, config: ReminderConfig) -> int:
-    from .audit import AuditError, audit, format_audit, load_conversations
-
+    if args.ignore_arguments:
+        ignored: dict[str, list[str]] = {}
+        for tool, keys in args.ignore_arguments:
+            ignored.setdefault(tool, []).extend(keys)
+        fields["ignore_arguments"] = ignored
     try:
-        conversations = load_conversations(path)
-    except AuditError as error:
-        print(f"error: {path}: {error}", file=sys.stderr)
-        return 2
-    result = audit(conversations, config)
-    print(json.dumps(result.as_dict(), indent=2) if as_json else format_audit(result, config))
+        return ReminderConfig(**fields)
+    except ConfigError as error:
+        raise _UsageError("; ".join(map(_option_problem, str(error).splitlines()))) from None
+
+
+def _option_problem(line: str) -> str:
+    """A configuration problem in the words of the command line: options, not fields."""
+    field, _, message = line.partition(": ")
+    if message and field in ReminderConfig.model_fields:
+        message = message.removeprefix(f"{field}: ").removeprefix(f"{field} ")
+        return f"--{field.replace('_', '-')}: {message}"
+    names = "|".join(ReminderConfig.model_fields)
+    return re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-"), line)
+
+
+def _fails(result: Any, fail_on: str | int | None) -> str | None:
+    """Why `--fail-on` is met, or None."""
+    if fail_on is None:
+        return None
+    found = result.count()
+    if fail_on == "gentle" and found:
+        return f"{found:,} reminders found (--fail-on gentle)"
+    if fail_on == "detailed":
+        serious = result.count("detailed") + result.count("escalated")
+        return (
+            f"{serious:,} detailed reminders or stopped loops found (--fail-on detailed)"
+            if serious
+            else None
+        )
+    if isinstance(fail_on, int) and found >= fail_on:
+        return f"{found:,} reminders found (--fail-on {fail_on})"
+    return None
+
+
+def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
+    from .audit import Auditor, format_audit
+    from .logs import LogError, LogReader
+    from .progress import ProgressBar
+
+    reader = LogReader(messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad)
+    auditor = Auditor(config, timelines=_shown() if args.html else 0)
+    # Opened first, so that a report that cannot be written fails before a long audit.
+    try:
+        html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115
+    except OSError as error:
+        raise _UsageError(f"{args.html}: cannot write the report ({error.strerror})") from None
+    bar: ProgressBar | None = None
+    try:
+        for conversation in reader.read(args.files):
+            if bar is None:
+                bar = ProgressBar(sys.stderr, 0 if args.quiet else reader.total)
+            auditor.add(conversation)
+            bar.update(reader.read_bytes, conversation.index + 1)
+    except LogError as error:
+        if html is not None:  # no half-written report left behind
+            html.close()
+            os.remove(args.html)
+        raise _UsageError(str(error)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    result = auditor.finish(reader.skipped, reader.problems, reader.sources)
+    if html is not None:
+        from .report import report_html
+
+        with html:
+            html.write(report_html(result))
+    if args.json:
+        print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))
+    else:
+        print(format_audit(result, top=args.top))
+    reason = _fails(result, args.fail_on)
+    if reason is not None:
+        print(f"audit: {reason}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _shown() -> int:
+    from .report import SHOWN
+
+    return SHOWN
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    args = _parser().parse_args(argv)
     try:
+        args = _parser().parse_args(argv)
         config = _config(args)
-    except ValidationError as error:
-        detail = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
-        print(f"error: {detail}", file=sys.stderr)
+        if args.command == "demo":
+            from .demo import run_command
+
+            return run_command(config, args.scenario)
+        return _audit(args, config)
+    except _UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.command == "demo":
-        return _demo(config)
-    return _audit(args.file, args.json, config)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else 0

@@ -1,14 +1,25 @@
-"""The demo: an agent that keeps polling a job that has already finished.
+"""The demo: an agent that loops, offline, with the guard and without it.
 
-Everything runs offline. The model is scripted: it polls the job, ignores the first (gentle)
-reminder, and changes course at the first detailed one: it reads the job's log and answers.
-Without the guard it would poll until its patience runs out.
+Two scripted scenarios; the models read the conversation, not a fixed script, so they react
+to what the guard says:
+
+* `poll`: the model keeps polling a job that has already finished. It ignores the first
+  (gentle) reminder and changes course at the first detailed one: it reads the job's log and
+  answers. Without the guard it polls until its patience runs out.
+* `stale`: the model re-runs the same failing test between other steps (reading and editing
+  files) and gets the same output every time. No two calls in a row are the same, so only
+  the `stale` detector sees it; at its reminder the model reads the migration and answers.
+
+With `escalate_after`, the models ignore reminders, so that the guard's stop shows.
+
+Needs only the plain install: langchain-core and langgraph.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -16,18 +27,43 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command
 
 from ..callbacks import RepeatToolReminderCallbackHandler
+from ..config import ReminderConfig
+from ..escalation import RepeatToolLoopError
 from ..graph import RepeatToolReminderNode
-from ..reminder import SOURCE, is_reminder
+from ..reminder import SOURCE, is_reminder, tag_of
+from ..stats import StatsSnapshot
 
-__all__ = ["QUESTION", "PollingModel", "build_agent", "run_demo"]
+__all__ = [
+    "QUESTION",
+    "SCENARIOS",
+    "PollingModel",
+    "RetestingModel",
+    "build_agent",
+    "format_stats",
+    "run_command",
+    "run_demo",
+]
+
+Scenario = Literal["poll", "stale"]
+SCENARIOS: tuple[Scenario, ...] = ("poll", "stale")
 
 JOB = "nightly-build-7"
 QUESTION = f"Why did the CI job {JOB} fail?"
+TEST = "tests/test_users.py"
+TASK = f"Make {TEST} pass."
+_LOG = (
+    "02:13:52 step migrate: applying 0042_add_users_email\n"
+    '02:13:58 ERROR relation "users_email_key" already exists\n'
+    "02:14:00 build failed"
+)
+_MIGRATION = "migrations/0042_add_users_email.py"
 
 
 @tool
@@ -39,31 +75,52 @@ def job_status(job_id: str) -> str:
 @tool
 def read_log(path: str) -> str:
     """Read a log file."""
-    return (
-        "02:13:52 step migrate: applying 0042_add_users_email\n"
-        '02:13:58 ERROR relation "users_email_key" already exists\n'
-        "02:14:00 build failed"
-    )
+    return _LOG
 
 
-TOOLS: list[BaseTool] = [job_status, read_log]
+@tool
+def run_tests(path: str) -> str:
+    """Run a test file."""
+    return f'FAILED {path}::test_signup - IntegrityError: relation "users_email_key" already exists'
 
 
-class PollingModel(BaseChatModel):
-    """A scripted chat model that keeps polling a finished job until told plainly to stop.
+@tool
+def read_file(path: str) -> str:
+    """Read a source file."""
+    if path == _MIGRATION:
+        return "operations = [AddIndex('users', 'email', name='users_email_key')]"
+    return f"# {path}\nclass User(Model):\n    email = EmailField()"
 
-    It reads the conversation, not a fixed script, so it reacts to what the guard says: it
-    ignores a gentle reminder and changes course after a detailed one (or after `patience`
-    polls, standing in for a budget running out).
-    """
+
+@tool
+def edit_file(path: str, change: str) -> str:
+    """Change a source file."""
+    return f"edited {path}"
+
+
+TOOLS: dict[Scenario, list[BaseTool]] = {
+    "poll": [job_status, read_log],
+    "stale": [run_tests, read_file, edit_file],
+}
+QUESTIONS: dict[Scenario, str] = {"poll": QUESTION, "stale": TASK}
+_STORIES: dict[Scenario, str] = {
+    "poll": "the model keeps polling a job that has already finished",
+    "stale": "the model re-runs the same failing test between other steps",
+}
+
+
+class _ScriptedModel(BaseChatModel):
+    """A scripted chat model that reads the conversation to choose its next turn."""
 
     patience: int = 12
+    heeds: bool = True
+    """Whether a reminder can change its course (False to show the guard stopping a loop)."""
 
     @property
     def _llm_type(self) -> str:
-        return "scripted-polling-model"
+        return "scripted-demo-model"
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PollingModel:
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ScriptedModel:
         """Tools are known in advance; binding changes nothing."""
         return self
 
@@ -76,32 +133,92 @@ class PollingModel(BaseChatModel):
     ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
 
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _told(self, messages: Sequence[BaseMessage], level: str, detector: str) -> bool:
+        return self.heeds and any(
+            is_reminder(m)
+            and m.additional_kwargs[SOURCE]["level"] == level
+            and m.additional_kwargs[SOURCE]["detector"] == detector
+            for m in messages
+        )
+
+
+def _calls(messages: Sequence[BaseMessage], name: str) -> int:
+    return sum(
+        1 for m in messages if isinstance(m, AIMessage) for c in m.tool_calls if c["name"] == name
+    )
+
+
+def _result_of(messages: Sequence[BaseMessage], name: str) -> ToolMessage | None:
+    return next((m for m in messages if isinstance(m, ToolMessage) and m.name == name), None)
+
+
+class PollingModel(_ScriptedModel):
+    """Keeps polling a finished job until told plainly to stop (a detailed reminder).
+
+    It ignores a gentle reminder and changes course after a detailed one (or after
+    `patience` polls, standing in for a budget running out).
+    """
+
     def _next(self, messages: list[BaseMessage]) -> AIMessage:
         turns = sum(isinstance(m, AIMessage) for m in messages)
-        polls = sum(
-            1
-            for m in messages
-            if isinstance(m, AIMessage)
-            for c in m.tool_calls
-            if c["name"] == "job_status"
-        )
-        log = next(
-            (m for m in messages if isinstance(m, ToolMessage) and m.name == "read_log"), None
-        )
-        told_to_stop = any(
-            is_reminder(m) and m.additional_kwargs[SOURCE]["level"] == "detailed" for m in messages
-        )
-        if log is not None:
+        polls = _calls(messages, "job_status")
+        if _result_of(messages, "read_log") is not None:
             return AIMessage(
                 f"{JOB} failed in the migrate step: migration 0042_add_users_email tried to "
                 'create "users_email_key", which already exists. Make the migration skip an '
                 "existing key, then re-run the job."
             )
-        if told_to_stop or polls >= self.patience:
+        if self._told(messages, "detailed", "repeat") or polls >= self.patience:
             say = "The status will not change. I should read the log instead."
             return _call(turns, say, "read_log", {"path": f"logs/{JOB}.txt"})
         say = "Let me check the job." if polls == 0 else "Maybe it changed; checking again."
         return _call(turns, say, "job_status", {"job_id": JOB})
+
+
+class RetestingModel(_ScriptedModel):
+    """Re-runs the same failing test between other steps, until a stale reminder.
+
+    Between two runs it reads or edits a file, each time a different one, so no two calls in
+    a row are the same; the test's output never changes. At a `stale` reminder (or after
+    `patience` runs) it reads the migration the error points at and answers.
+    """
+
+    patience: int = 6
+
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        turns = sum(isinstance(m, AIMessage) for m in messages)
+        runs = _calls(messages, "run_tests")
+        migration = next(
+            (
+                m
+                for m in messages
+                if isinstance(m, ToolMessage) and m.name == "read_file" and "AddIndex" in m.text
+            ),
+            None,
+        )
+        if migration is not None:
+            return AIMessage(
+                "The test fails because migration 0042 creates the index users_email_key, "
+                "which the test database already has. Editing the model cannot fix it: the "
+                "migration must skip an existing index."
+            )
+        if self._told(messages, "gentle", "stale") or runs >= self.patience:
+            say = "The test output has not changed at all; the error names an index. "
+            say += "Let me read the migration that creates it."
+            return _call(turns, say, "read_file", {"path": _MIGRATION})
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is None or not last.tool_calls or last.tool_calls[0]["name"] != "run_tests":
+            say = "Let me run the test." if runs == 0 else "Running the test again."
+            return _call(turns, say, "run_tests", {"path": TEST})
+        if runs % 2:
+            say = "Still failing. Let me look at the model."
+            return _call(turns, say, "read_file", {"path": f"src/users/models_{runs}.py"})
+        say = "Let me change the email field."
+        change = f"email = EmailField(unique={runs % 4 == 0})"
+        return _call(turns, say, "edit_file", {"path": "src/users/models.py", "change": change})
 
 
 def _call(turn: int, say: str, name: str, args: dict[str, Any]) -> AIMessage:
@@ -110,31 +227,193 @@ def _call(turn: int, say: str, name: str, args: dict[str, Any]) -> AIMessage:
 
 
 def build_agent(
-    model: BaseChatModel, guard: RepeatToolReminderCallbackHandler | None
+    model: BaseChatModel,
+    guard: RepeatToolReminderCallbackHandler | None,
+    tools: Sequence[BaseTool] = TOOLS["poll"],
+    *,
+    checkpointer: Any = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
-    """The agent: model → tools → reminder node → model (no reminder node without a guard)."""
-    bound = model.bind_tools(TOOLS)
+    """The agent: model → tools → reminder node → model (no reminder node without a guard).
+
+    The node's `route` leaves the graph once the guard ended a looping run
+    (`exit_behavior="end"`).
+    """
+    bound = model.bind_tools(list(tools))
 
     def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [bound.invoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(TOOLS))
+    builder.add_node("tools", ToolNode(list(tools)))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     if guard is None:
         builder.add_edge("tools", "agent")
     else:
-        builder.add_node("repeat_reminder", RepeatToolReminderNode(guard))
+        node = RepeatToolReminderNode(guard)
+        builder.add_node("repeat_reminder", node)
         builder.add_edge("tools", "repeat_reminder")
-        builder.add_edge("repeat_reminder", "agent")
-    return builder.compile()
+        builder.add_conditional_edges(
+            "repeat_reminder", node.route, {"continue": "agent", "end": END}
+        )
+    return builder.compile(checkpointer=checkpointer)
 
 
-def run_demo(guard: RepeatToolReminderCallbackHandler | None) -> list[BaseMessage]:
-    """Run the demo agent, with the guard or without it, and return the conversation."""
-    agent = build_agent(PollingModel(), guard)
-    config: RunnableConfig = {"callbacks": [guard]} if guard else {}
-    result = agent.invoke({"messages": [HumanMessage(QUESTION)]}, config)
+def _model(scenario: Scenario, heeds: bool) -> BaseChatModel:
+    if scenario == "stale":
+        return RetestingModel(heeds=heeds, patience=6 if heeds else 12)
+    return PollingModel(heeds=heeds)
+
+
+def run_demo(
+    guard: RepeatToolReminderCallbackHandler | None,
+    scenario: Scenario = "poll",
+    *,
+    heeds: bool = True,
+    resume: str = "end",
+    asked: list[str] | None = None,
+) -> list[BaseMessage]:
+    """Run the demo agent, with the guard or without it, and return the conversation.
+
+    Args:
+        guard: The handler to run with, or None for no guard.
+        scenario: `"poll"` or `"stale"`.
+        heeds: Whether the model can change course at a reminder.
+        resume: What a human answers when the guard pauses the run (`exit_behavior=
+            "interrupt"`): `"end"`, `"continue"`, or a message for the agent.
+        asked: A list to which each question the guard puts to a human is added.
+
+    Raises:
+        RepeatToolLoopError: The guard stopped the loop with `exit_behavior="error"`; the
+            conversation up to there is in its `messages` attribute.
+    """
+    agent = build_agent(
+        _model(scenario, heeds), guard, TOOLS[scenario], checkpointer=InMemorySaver()
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "demo"}, "recursion_limit": 200}
+    if guard is not None:
+        config["callbacks"] = [guard]
+    inputs: Any = {"messages": [HumanMessage(QUESTIONS[scenario])]}
+    try:
+        result = agent.invoke(inputs, config)
+        while result.get("__interrupt__"):
+            if asked is not None:
+                asked.extend(str(item.value["question"]) for item in result["__interrupt__"])
+            result = agent.invoke(Command(resume=resume), config)
+    except RepeatToolLoopError as error:
+        error.messages = list(agent.get_state(config).values["messages"])  # type: ignore[attr-defined]
+        raise
     return list(result["messages"])
+
+
+def _plural(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"
+
+
+def _by_level(reminders: dict[str, dict[str, int]]) -> str:
+    if not reminders:
+        return "none"
+    return "; ".join(
+        f"{tool}: " + ", ".join(f"{n} {level}" for level, n in sorted(levels.items()))
+        for tool, levels in sorted(reminders.items())
+    )
+
+
+def format_stats(stats: StatsSnapshot) -> str:
+    """The guard's stats snapshot on one line.
+
+    Example:
+        >>> from repeat_reminder_langchain.stats import Stats
+        >>> line = format_stats(Stats().snapshot())
+        >>> line.startswith("0 calls counted · delivered none"), line.endswith("rate n/a")
+        (True, True)
+    """
+    rate = stats["recovery_rate"]
+    longest = stats["longest_streak"]
+    detectors = ", ".join(
+        f"{name} {counts['delivered'] + counts['undelivered']}"
+        for name, counts in stats["detectors"].items()
+    )
+    parts = [
+        f"{stats['calls']} calls counted",
+        f"delivered {_by_level(stats['reminders'])}",
+        f"undelivered {_by_level(stats['undelivered'])}",
+    ]
+    if detectors:
+        parts.append(f"by detector {detectors}")
+    parts += [
+        f"longest streak {'none' if not longest else f'{longest[0]} × {longest[1]}'}",
+        f"escalations {_by_level(stats['escalations'])}",
+        f"followed {stats['followed']}, recovered {stats['recovered']}",
+        f"recovery rate {'n/a' if rate is None else f'{rate:.0%}'}",
+    ]
+    return " · ".join(parts)
+
+
+def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int | None) -> str:
+    """Calls, reminders (in the conversation, or `sent` would-have-been) and the longest run."""
+    from .transcript import summarize
+
+    summary = summarize(messages, config)
+    longest = f"{summary.longest[0]} × {summary.longest[1]}" if summary.longest else "none"
+    if sent is None:
+        said = (
+            f"{_plural(summary.reminders, 'reminder')} "
+            f"({summary.gentle} gentle, {summary.detailed} detailed)"
+        )
+    else:
+        said = f"would have sent {_plural(sent, 'reminder')}"
+    tags = (tag_of(message) or {} for message in messages)
+    stopped = next((tag for tag in tags if tag.get("level") == "escalated"), None)
+    tail = f" · stopped at {stopped['summary']} ({stopped['detector']})" if stopped else ""
+    return f"{summary.calls} tool calls · {said} · longest streak: {longest}{tail}"
+
+
+def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
+    """`demo`: run the scenario with the guard and without, print both; the exit code."""
+    from .transcript import format_transcript
+
+    if config.escalate_after is not None and config.exit_behavior == "block":
+        print(
+            "error: --exit-behavior block needs the middleware (create_agent), which sees a "
+            "call before it runs; this demo's graph uses the handler and node: use end, error "
+            "or interrupt",
+            file=sys.stderr,
+        )
+        return 2
+    heeds = config.escalate_after is None
+    detect = ", ".join(config.detect)
+    print(f"Demo ({scenario}): {QUESTIONS[scenario]!r} — {_STORIES[scenario]}.")
+    observe = " (observe mode: it counts and reports, and adds nothing)"
+    print(
+        f"Guard: thresholds {', '.join(map(str, config.thresholds))} · detect {detect}; "
+        f"reminders sent as {config.message_type} messages"
+        f"{'' if config.mode == 'remind' else observe}."
+    )
+    if not heeds:
+        print(
+            f"The guard stops the loop at {config.escalate_after} ({config.exit_behavior}); "
+            "the model ignores reminders in this run, so that the stop shows."
+        )
+    print()
+    guard = RepeatToolReminderCallbackHandler(config)
+    asked: list[str] = []
+    try:
+        messages = run_demo(guard, scenario, heeds=heeds, asked=asked)
+    except RepeatToolLoopError as error:
+        print(format_transcript(error.messages))  # type: ignore[attr-defined]
+        print(f"\n{'Guard stats:':<16} {format_stats(guard.stats.snapshot())}")
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    stats = guard.stats.snapshot()
+    for question in asked:
+        print(f"The guard paused the run and asked: {question}\nThe demo answered: end.\n")
+    print(format_transcript(messages))
+    observed = config.mode == "observe"
+    sent = sum(n for levels in stats["undelivered"].values() for n in levels.values())
+    label = "Guard observing:" if observed else "With the guard:"
+    print(f"\n{label:<16} {_summary(messages, config, sent if observed else None)}")
+    print(f"{'Without it:':<16} {_summary(run_demo(None, scenario, heeds=heeds), config, None)}")
+    print(f"{'Guard stats:':<16} {format_stats(stats)}")
+    return 0

@@ -81,12 +81,12 @@ def replay(
     for end in (*looks, len(messages)):
         trace: list[CallTrace] = []
         tally = tally_conversation(streaks, messages, config, policies, end=end, trace=trace)
-        if tally.streaks.turn != streaks.turn:
-            turn = latest_turn(messages, end)
-            if turn is not None:
-                found = {entry.position: entry for entry in trace}
-                for index, call in enumerate(turn.calls):
-                    yield Replayed(call, turn.position, found.get(index))
+        # A new turn counted is the latest turn before `end`; none counted, nothing to yield.
+        turn = latest_turn(messages, end) if tally.streaks.turn != streaks.turn else None
+        if turn is not None:
+            found = {entry.position: entry for entry in trace}
+            for index, call in enumerate(turn.calls):
+                yield Replayed(call, turn.position, found.get(index))
         streaks = tally.streaks
 
 

@@ -15,12 +15,12 @@ from langchain_core.messages import BaseMessage
 
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
-from .transcript import steps, transcript_rows
+from .transcript import Step, steps, transcript_rows
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["plot_timeline", "transcript_html"]
+__all__ = ["plot_steps", "plot_timeline", "transcript_html"]
 
 _ROW_STYLE = {
     "user": "background:#eef5ff",
@@ -28,8 +28,17 @@ _ROW_STYLE = {
     "tool": "color:#555",
     "system": "color:#555;font-style:italic",
 }
-_REMINDER_STYLE = {"gentle": "background:#fff4d6", "detailed": "background:#ffe0dc"}
-_REMINDER_COLOUR = {"gentle": "#e6a100", "detailed": "#d1342f"}
+_REMINDER_STYLE = {
+    "gentle": "background:#fff4d6",
+    "detailed": "background:#ffe0dc",
+    "escalated": "background:#ead7f3",
+}
+_LABELS = {
+    "gentle": "gentle reminder",
+    "detailed": "detailed reminder",
+    "escalated": "loop stopped",
+}
+_REMINDER_COLOUR = {"gentle": "#e6a100", "detailed": "#d1342f", "escalated": "#6a1b9a"}
 
 
 def transcript_html(messages: Sequence[BaseMessage]) -> str:
@@ -78,12 +87,30 @@ def plot_timeline(
     Returns:
         The matplotlib figure.
     """
+    config = config or ReminderConfig()
+    timelines = {title: steps(messages, config, policies) for title, messages in runs.items()}
+    return plot_steps(timelines, config.thresholds, path)
+
+
+def plot_steps(
+    timelines: Mapping[str, Sequence[Step]],
+    thresholds: Sequence[int],
+    path: str | Path | None = None,
+) -> Figure:
+    """Plot timelines of calls side by side (`plot_timeline` without the counting).
+
+    Args:
+        timelines: Each run's steps by title (see `transcript.steps`).
+        thresholds: Where to draw the threshold lines.
+        path: Where to save the figure as an image, if anywhere.
+
+    Returns:
+        The matplotlib figure.
+    """
     from matplotlib import pyplot
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    config = config or ReminderConfig()
-    timelines = {title: steps(messages, config, policies) for title, messages in runs.items()}
     rows = max((len(found) for found in timelines.values()), default=0)
     figure, axes = pyplot.subplots(
         1, len(timelines), figsize=(5.2 * len(timelines), 1.2 + 0.32 * rows), squeeze=False
@@ -92,7 +119,8 @@ def plot_timeline(
     palette = pyplot.get_cmap("tab10")
     colours = {tool: palette(index % 10) for index, tool in enumerate(tools)}
     counts = [step.count or 0 for found in timelines.values() for step in found]
-    width = max([*config.thresholds, *counts]) + 3
+    width = max([*thresholds, *counts]) + 3
+    levels = {step.reminder for found in timelines.values() for step in found}
     for axis, (title, found) in zip(axes[0], timelines.items(), strict=True):
         for row, step in enumerate(found):
             length = step.count or 0
@@ -102,7 +130,7 @@ def plot_timeline(
             if step.reminder is not None:
                 colour = _REMINDER_COLOUR[step.reminder]
                 axis.plot(length, row, marker="D", color=colour, markersize=8, zorder=3)
-        for threshold in config.thresholds:
+        for threshold in thresholds:
             axis.axvline(threshold, color="#999", linestyle=":", linewidth=1)
         axis.set_title(f"{title}: {len(found)} calls", fontsize=10)
         axis.set_ylim(max(rows, 1) - 0.5, -0.5)
@@ -112,11 +140,15 @@ def plot_timeline(
         axis.set_xlabel("identical calls in a row")
     handles: list[Any] = [Patch(color=colours[tool], label=tool) for tool in tools]
     handles += [
-        Line2D([], [], color=colour, marker="D", linestyle="", label=f"{level} reminder")
+        Line2D([], [], color=colour, marker="D", linestyle="", label=_LABELS.get(level, level))
         for level, colour in _REMINDER_COLOUR.items()
+        if level != "escalated" or level in levels
     ]
-    figure.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
-    figure.tight_layout(rect=(0, 0.06, 1, 1))
+    # A narrow figure (one run) gets a legend of several rows rather than one cut off.
+    columns = min(len(handles), 3 * len(timelines)) or 1
+    lines = -(-len(handles) // columns)
+    figure.legend(handles=handles, loc="lower center", ncol=columns, frameon=False)
+    figure.tight_layout(rect=(0, min(0.06 * lines, 0.4), 1, 1))
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure

@@ -1,0 +1,111 @@
+"""Reading a finished conversation: transcript rows, summaries, and the replay of the guard."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain.tooling.demo import run_demo
+from repeat_reminder_langchain.tooling.transcript import (
+    format_transcript,
+    replay,
+    summarize,
+    transcript_rows,
+)
+
+
+def test_rows_cover_every_kind_of_message() -> None:
+    call = {"name": "ls", "args": {"dir": "."}, "id": "1"}
+    odd = {"name": "raw", "args": {"args": [1]}, "id": "2"}
+    messages = [
+        SystemMessage("be brief"),
+        HumanMessage([{"type": "text", "text": "list"}, "files"]),
+        AIMessage("sure", tool_calls=[call, odd]),
+        ToolMessage("a b", tool_call_id="1"),
+        ToolMessage({"k": 1}, tool_call_id="2", name="raw"),  # type: ignore[arg-type]
+        AIMessage(""),
+    ]
+    rows = transcript_rows(messages)
+
+    assert [(r.role, r.text) for r in rows] == [
+        ("system", "be brief"),
+        ("user", "list files"),
+        ("assistant", 'sure → ls(dir=".") → raw(args=[1])'),
+        ("tool", "tool → a b"),
+        ("tool", "raw → {'k': 1}"),
+        ("assistant", ""),
+    ]
+    assert format_transcript(messages, width=20).splitlines()[2] == "  3  assistant  sur…"
+
+
+def test_the_transcript_shows_every_line_of_a_reminder() -> None:
+    messages = run_demo(RepeatToolReminderCallbackHandler())
+    lines = format_transcript(messages).splitlines()
+
+    start = lines.index(" 13  REMINDER   [detailed · job_status × 5]")
+    assert lines[start + 1 : start + 4] == [
+        "                Repeated tool call detected.",
+        "                - tool: job_status",
+        "                - consecutive_calls: 5",
+    ]
+
+
+def test_summary_counts_streaks_as_the_guard_does() -> None:
+    def turn(n: int, name: str = "grep", args: object = None) -> list[object]:
+        call = {"name": name, "args": args or {"q": 1}, "id": f"c{n}"}
+        return [
+            AIMessage("", tool_calls=[call], id=f"m{n}"),
+            ToolMessage("r", tool_call_id=f"c{n}"),
+        ]
+
+    messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3, "todo"), *turn(4)]
+    messages += [HumanMessage("again"), *turn(5), *turn(6, args={"q": 2})]
+    config = ReminderConfig(exclude=["todo"])
+
+    replayed = [
+        (r.call.tool, r.message, r.trace and r.trace.streak)
+        for r in replay(messages, config)  # type: ignore[arg-type]
+    ]
+    assert replayed == [
+        ("grep", 1, 1), ("grep", 3, 2), ("todo", 5, None), ("grep", 7, 3), ("grep", 10, 1),
+        ("grep", 12, 1),
+    ]  # fmt: skip
+    summary = summarize(messages, config)  # type: ignore[arg-type]
+    assert (summary.calls, summary.reminders, summary.longest) == (6, 0, ("grep", 3))
+    assert summarize([HumanMessage("hi")]).longest is None
+
+
+def test_replay_counts_a_turn_with_reused_call_ids_again() -> None:
+    def turn(n: int) -> list[object]:
+        call = {"name": "grep", "args": {}, "id": "call_0"}
+        return [
+            AIMessage("", tool_calls=[call], id=f"m{n}"),
+            ToolMessage("r", tool_call_id="call_0"),
+        ]
+
+    messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3)]
+    streaks = [r.trace.streak for r in replay(messages, ReminderConfig()) if r.trace]  # type: ignore[arg-type]
+    assert streaks == [1, 2, 3]
+
+
+def test_replay_gives_the_reminders_the_guard_would_send() -> None:
+    messages = run_demo(None)
+    found = [
+        (r.trace.reminder.level, r.trace.reminder.count)
+        for r in replay(messages, ReminderConfig())
+        if r.trace is not None and r.trace.reminder is not None
+    ]
+    assert found == [("gentle", 3), ("detailed", 5), ("detailed", 8)]
+
+
+def test_a_summary_reads_as_one_line_and_a_stray_reminder_marks_nothing() -> None:
+    from repeat_reminder_langchain import Reminder
+    from repeat_reminder_langchain.messages import reminder_message
+    from repeat_reminder_langchain.tooling.transcript import steps
+
+    messages = run_demo(RepeatToolReminderCallbackHandler())
+    assert str(summarize(messages)) == (
+        "6 tool calls · 2 reminders (1 gentle, 1 detailed) · longest streak: job_status × 5"
+    )
+    stray = [*messages, reminder_message(Reminder("never_called", 3, "gentle", "{}"))]
+    assert [s.reminder for s in steps(stray)] == [s.reminder for s in steps(messages)]
