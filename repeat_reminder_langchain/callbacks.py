@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .conversation import tally_conversation
+from .conversation import continues, tally_conversation
 from .events import report
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME
@@ -192,7 +192,9 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             self._warn_undelivered()
         if tally.calls or tally.followups:
             report(tally, self.stats, self.config, None, "undelivered")
-        if tally.streaks.reminded:
+        if tally.streaks.reminded and continues(messages[0], tally.streaks.turn):
+            if len(self._answering) >= self.max_runs:
+                self._answering.clear()  # model runs whose end never came
             self._answering[run_id.int] = key
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     ValidationError,
+    field_serializer,
     field_validator,
     model_validator,
 )
@@ -190,8 +191,8 @@ class ReminderConfig(BaseModel):
 
     @field_validator("thresholds", "stale_thresholds", "same_error_thresholds", mode="before")
     @classmethod
-    def _check_thresholds(cls, value: Any, info: Any) -> tuple[int, ...]:
-        return check_thresholds(value, info.field_name)
+    def _check_thresholds(cls, value: Any) -> tuple[int, ...]:
+        return check_thresholds(value)
 
     @field_validator("include", "exclude", mode="before")
     @classmethod
@@ -223,11 +224,15 @@ class ReminderConfig(BaseModel):
     def _freeze_ignore(cls, value: Mapping[str, Sequence[str]]) -> Mapping[str, Sequence[str]]:
         return _FrozenMapping({tool: tuple(paths) for tool, paths in value.items()})
 
+    @field_serializer("ignore_arguments")
+    def _dump_ignore(self, value: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+        return {tool: list(paths) for tool, paths in value.items()}
+
     @field_validator("arguments_preview_chars", mode="before")
     @classmethod
     def _check_preview(cls, value: Any) -> int:
         if not is_int(value) or value < 1:
-            raise ValueError(f"invalid arguments_preview_chars {value!r} — must be an integer >= 1")
+            raise ValueError(f"must be an integer >= 1, got {value!r}")
         return int(value)
 
     @field_validator("detect", mode="before")
@@ -264,20 +269,20 @@ class ReminderConfig(BaseModel):
     @classmethod
     def _check_escalate_after(cls, value: Any) -> int | None:
         if value is not None and (not is_int(value) or value < 2):
-            raise ValueError(f"invalid escalate_after {value!r} — must be an integer >= 2")
+            raise ValueError(f"must be an integer >= 2, or None, got {value!r}")
         return value  # type: ignore[no-any-return]
 
     @model_validator(mode="after")
     def _check_escalation(self) -> ReminderConfig:
         if self.escalate_after is None:
             if "exit_behavior" in self.model_fields_set:
-                raise ValueError("exit_behavior applies only with escalate_after set")
+                raise ValueError("exit_behavior: applies only with escalate_after set")
             return self
         for detector, thresholds in self._thresholds_in_use():
             if self.escalate_after <= thresholds[-1]:
                 raise ValueError(
-                    f"escalate_after {self.escalate_after} must be greater than every "
-                    f"threshold of the {detector} detector (the last is {thresholds[-1]})"
+                    f"escalate_after: must be greater than every threshold of the {detector} "
+                    f"detector (the last is {thresholds[-1]}), got {self.escalate_after}"
                 )
         return self
 

@@ -18,6 +18,7 @@ from .streaks import Call, CallTrace, Streaks, Tally, count_turn
 
 __all__ = [
     "Turn",
+    "continues",
     "is_user_message",
     "latest_turn",
     "predict_escalation",
@@ -121,8 +122,8 @@ def _turn(message: AIMessage, index: int, answers: Mapping[str, list[ToolMessage
         used[call_id] = taken + 1
         answer = answers[call_id][wanted[call_id] - 1 - taken]
         calls.append(Call(call_id, tool_call["name"], tool_call["args"], *_outcome(answer)))
-    # Calls whose arguments could not be parsed never reach a tool (create_agent answers them
-    # only in the request it sends): they count with their turn, after the others.
+    # Calls whose arguments could not be parsed never reach a tool: they count with their
+    # turn, after the others, with the error result create_agent writes for them, if any.
     for invalid in message.invalid_tool_calls:
         name = invalid.get("name")
         if isinstance(name, str):
@@ -146,6 +147,16 @@ def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn
     if message is None or not _makes_calls(message):
         return None
     return _turn(message, index, answers)
+
+
+def continues(messages: Sequence[BaseMessage], turn: str) -> bool:
+    """Whether `messages` carry on from the model turn `turn`: its latest model turn is that one.
+
+    A model called on anything else (a side question inside a node, a summary) is not the
+    agent answering.
+    """
+    index, message, _, _ = _scan(messages, len(messages))
+    return message is not None and _turn_id(message, index) == turn
 
 
 def _since_previous_turn(
@@ -200,7 +211,7 @@ def tally_conversation(
         return Tally(streaks.reset() if spoke_after else streaks)
     turn = _turn(message, index, answers)
     if not turn.complete:
-        return Tally(streaks.reset() if spoke_after else streaks)
+        return Tally(streaks.reset() if spoke_after else streaks, waiting=True)
     spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)
     stops: tuple[bool, ...] = ()
     if stopped and streaks.reminded:

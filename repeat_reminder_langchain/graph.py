@@ -118,6 +118,7 @@ class RepeatToolReminderNode:
         self._store = StateStore(state_key)
         self._asked = Asked()
         self._warned = False
+        self._warned_placement = False
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
@@ -126,6 +127,8 @@ class RepeatToolReminderNode:
             if counted is None:
                 return {}
             tally, before, agent = counted
+            if tally.waiting:
+                self._warn_placement()
             thread = thread_of(config)
             if (tally.calls or tally.followups) and self._asked.first_time(
                 tally, self.config, thread
@@ -166,7 +169,6 @@ class RepeatToolReminderNode:
                 return None
             agent, before, tally = counted
             return tally, before, agent
-        self._check_field(state, messages)
         before = self._store.streaks(state)
         tally = tally_conversation(
             before,
@@ -175,6 +177,8 @@ class RepeatToolReminderNode:
             self.tool_policies,
             seen_by_model=self.config.mode == "remind",
         )
+        if not tally.waiting:
+            self._check_field(state, messages)
         return tally, before, None
 
     def _keep(
@@ -189,6 +193,15 @@ class RepeatToolReminderNode:
         if action.messages:
             update[self.messages_key] = action.messages
         return update
+
+    def _warn_placement(self) -> None:
+        if self._warned_placement:
+            return
+        self._warned_placement = True
+        logger.warning(
+            "RepeatToolReminderNode ran before the results of the tool calls it follows, so it "
+            "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
+        )
 
     def _check_field(self, state: Any, messages: Sequence[BaseMessage]) -> None:
         if self._warned or self._store.stored(state):

@@ -47,26 +47,26 @@ def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{alt})" for alt in alternatives), re.DOTALL)
 
 
-def check_thresholds(value: Any, field: str = "thresholds") -> tuple[int, ...]:
+def check_thresholds(value: Any) -> tuple[int, ...]:
     """Validate thresholds: a non-empty list of distinct integers >= 2, returned sorted."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ValueError(f"{field} must be a list of integers, got {value!r}")
+        raise ValueError(f"must be a list of integers, got {value!r}")
     if not value:
-        raise ValueError(f"{field} must not be empty")
+        raise ValueError("must not be empty")
     for item in value:
         if not is_int(item) or item < 2:
             raise ValueError(
-                f"{field}: invalid threshold {item!r} — every threshold must be an integer >= 2"
+                f"invalid threshold {item!r} — every threshold must be an integer >= 2"
             )
     if len(set(value)) != len(value):
-        raise ValueError(f"{field} must not contain duplicates, got {list(value)}")
+        raise ValueError(f"must not contain duplicates, got {list(value)}")
     return tuple(sorted(value))
 
 
 def check_repeat_every(value: Any) -> int | None:
     """Validate repeat_every: None, or an integer >= 1."""
     if value is not None and (not is_int(value) or value < 1):
-        raise ValueError(f"invalid repeat_every {value!r} — must be an integer >= 1")
+        raise ValueError(f"must be an integer >= 1, or None, got {value!r}")
     return value  # type: ignore[no-any-return]
 
 

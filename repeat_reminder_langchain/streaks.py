@@ -222,6 +222,7 @@ class Tally(NamedTuple):
         longest: The longest run of identical calls these reached, as `(tool, length)`.
         followups: For each reminder the model saw that was followed (by its next tracked
             call, or by the model answering without one), whether the model changed course.
+        waiting: Whether the latest turn still waits for some of its results.
     """
 
     streaks: Streaks
@@ -230,6 +231,7 @@ class Tally(NamedTuple):
     calls: int = 0
     longest: tuple[str, int] | None = None
     followups: Sequence[bool] = ()
+    waiting: bool = False
 
 
 def result_text(result: object) -> str:

@@ -105,7 +105,10 @@ def build(
         )
         return Guarded(face, graph, guard.stats, guard.config, guard=guard)
     handler = RepeatToolReminderCallbackHandler(**fields) if face == "handler" else None
-    node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**fields)
+    if handler is not None:
+        node = RepeatToolReminderNode(handler)
+    else:
+        node = RepeatToolReminderNode(tools=list(tools), **fields)
 
     def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [model.invoke(prepare_messages(state["messages"], model))]}

@@ -87,12 +87,12 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["demo", "--error-pattern", "("], "error: --error-pattern: invalid regular expression"),
         (
             ["demo", "--escalate-after", "5"],
-            "error: --escalate-after 5 must be greater than every threshold of the repeat "
+            "error: --escalate-after: must be greater than every threshold of the repeat "
             "detector (the last is 8)",
         ),
         (
             ["demo", "--exit-behavior", "error"],
-            "error: --exit-behavior applies only with --escalate-after set",
+            "error: --exit-behavior: applies only with --escalate-after set",
         ),
         (
             ["demo", "--thresholds", "1", "--stale-thresholds", "1", "--detect", "stale"],

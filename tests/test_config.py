@@ -28,26 +28,26 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"thresholds": []}, "thresholds: thresholds must not be empty"),
-        ({"thresholds": "3,5"}, "thresholds must be a list of integers"),
-        ({"thresholds": 3}, "thresholds must be a list of integers"),
+        ({"thresholds": []}, "thresholds: must not be empty"),
+        ({"thresholds": "3,5"}, "thresholds: must be a list of integers"),
+        ({"thresholds": 3}, "thresholds: must be a list of integers"),
         ({"thresholds": [1, 3]}, "invalid threshold 1 — every threshold must be an integer >= 2"),
         ({"thresholds": [2.5]}, "invalid threshold 2.5"),
         ({"thresholds": [3.0]}, "invalid threshold 3.0"),
         ({"thresholds": [True, 3]}, "invalid threshold True"),
         ({"thresholds": ["3"]}, "invalid threshold '3'"),
-        ({"thresholds": [3, 3]}, "thresholds must not contain duplicates"),
+        ({"thresholds": [3, 3]}, "thresholds: must not contain duplicates"),
         (
             {"arguments_preview_chars": 0},
-            "invalid arguments_preview_chars 0 — must be an integer >= 1",
+            "arguments_preview_chars: must be an integer >= 1, got 0",
         ),
-        ({"arguments_preview_chars": 12.5}, "invalid arguments_preview_chars 12.5"),
-        ({"arguments_preview_chars": "500"}, "invalid arguments_preview_chars '500'"),
+        ({"arguments_preview_chars": 12.5}, "must be an integer >= 1, got 12.5"),
+        ({"arguments_preview_chars": "500"}, "must be an integer >= 1, got '500'"),
         ({"include": "probe"}, "include: must be a list of tool-name patterns"),
         ({"exclude": ["ok", 3]}, "exclude: every pattern must be a non-empty string, got 3"),
         ({"exclude": [""]}, "every pattern must be a non-empty string, got ''"),
         ({"message_type": "assistant"}, "message_type: Input should be 'system' or 'human'"),
-        ({"repeat_every": 0}, "invalid repeat_every 0 — must be an integer >= 1"),
+        ({"repeat_every": 0}, "repeat_every: must be an integer >= 1, or None, got 0"),
         ({"ignore_arguments": ["a"]}, "ignore_arguments: must map tool-name patterns"),
         ({"ignore_arguments": {"": ["a"]}}, "every tool-name pattern must be a non-empty"),
         ({"ignore_arguments": {"x": ["options."]}}, "invalid argument pattern 'options.'"),
@@ -71,7 +71,7 @@ def test_each_problem_is_one_line() -> None:
     with pytest.raises(ConfigError) as caught:
         ReminderConfig(thresholds=[], mode="quiet")
     assert str(caught.value).splitlines() == [
-        "thresholds: thresholds must not be empty",
+        "thresholds: must not be empty",
         "mode: Input should be 'remind' or 'observe'",
     ]
 

@@ -253,7 +253,7 @@ def test_detector_settings_fail_loud() -> None:
         ReminderConfig(detect="stale")
     with pytest.raises(ConfigError, match="stale_thresholds: invalid threshold 1"):
         ReminderConfig(stale_thresholds=[1])
-    with pytest.raises(ConfigError, match="same_error_thresholds must not be empty"):
+    with pytest.raises(ConfigError, match="same_error_thresholds: must not be empty"):
         ReminderConfig(same_error_thresholds=[])
     with pytest.raises(ConfigError, match="error_pattern: invalid regular expression"):
         ReminderConfig(error_pattern="(")

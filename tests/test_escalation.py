@@ -313,12 +313,12 @@ def test_observe_mode_escalates_nothing_and_says_what_it_would_have_done(guarded
 
 
 def test_escalation_settings_fail_loud() -> None:
-    with pytest.raises(ConfigError, match="escalate_after 8 must be greater than every threshold"):
+    with pytest.raises(ConfigError, match="escalate_after: must be greater than every threshold"):
         ReminderConfig(escalate_after=8)  # the default thresholds end at 8
     with pytest.raises(ConfigError, match="of the stale detector"):
         ReminderConfig(detect=["stale"], stale_thresholds=[3, 12], escalate_after=10)
-    with pytest.raises(ConfigError, match="exit_behavior applies only with escalate_after"):
+    with pytest.raises(ConfigError, match="exit_behavior: applies only with escalate_after"):
         ReminderConfig(exit_behavior="error")
-    with pytest.raises(ConfigError, match="invalid escalate_after True"):
+    with pytest.raises(ConfigError, match="escalate_after: must be an integer >= 2, or None, got True"):
         ReminderConfig(escalate_after=True)
     assert ReminderConfig(escalate_after=9).exit_behavior == "end"

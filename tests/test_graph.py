@@ -460,11 +460,6 @@ def test_a_state_kept_node_before_the_tools_node_never_sees_a_finished_turn() ->
     assert node.stats.snapshot()["calls"] == 0  # every turn it sees still waits for results
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: a state-kept node that never saw a finished turn warns that the "
-    "state lacks its field, though the graph is built on RepeatToolReminderState",
-)
 def test_a_misplaced_state_kept_node_is_not_told_its_state_lacks_the_field(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

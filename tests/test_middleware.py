@@ -255,7 +255,7 @@ def test_the_middleware_takes_a_config_or_fields() -> None:
     assert RepeatToolReminderMiddleware(exclude=["todo_*"]).config.exclude == ("todo_*",)
     with pytest.raises(TypeError, match="not both"):
         RepeatToolReminderMiddleware(config, thresholds=[3])
-    with pytest.raises(ValueError, match="thresholds must not be empty"):
+    with pytest.raises(ValueError, match="thresholds: must not be empty"):
         RepeatToolReminderMiddleware(thresholds=[])
 
 

@@ -219,7 +219,7 @@ def test_a_replaced_result_is_kept_and_the_reminder_is_a_separate_message() -> N
 
 
 def test_rejects_an_empty_thresholds_list() -> None:
-    with pytest.raises(ValueError, match="thresholds must not be empty"):
+    with pytest.raises(ValueError, match="thresholds: must not be empty"):
         RepeatToolReminderCallbackHandler(thresholds=[])
 
 
@@ -234,7 +234,7 @@ def test_rejects_a_non_integer_threshold() -> None:
 
 
 def test_rejects_duplicate_thresholds() -> None:
-    with pytest.raises(ValueError, match="thresholds must not contain duplicates"):
+    with pytest.raises(ValueError, match="thresholds: must not contain duplicates"):
         RepeatToolReminderCallbackHandler(thresholds=[3, 3])
 
 

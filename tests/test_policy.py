@@ -123,8 +123,8 @@ def test_a_bad_policy_is_logged_once_and_ignored(caplog: pytest.LogCaptureFixtur
             policies.learn("grep", {"repeat_reminder": {"thresholds": [1]}})
     assert "grep" not in policies
     assert [r.getMessage() for r in caplog.records] == [
-        "tool 'grep': invalid repeat_reminder policy: thresholds: thresholds: invalid "
-        "threshold 1 — every threshold must be an integer >= 2; its policy is ignored"
+        "tool 'grep': invalid repeat_reminder policy: thresholds: invalid threshold 1 — "
+        "every threshold must be an integer >= 2; its policy is ignored"
     ]
 
 

@@ -305,10 +305,6 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
 
 def _option_problem(line: str) -> str:
     """A configuration problem in the words of the command line: options, not fields."""
-    field, _, message = line.partition(": ")
-    if message and field in ReminderConfig.model_fields:
-        message = message.removeprefix(f"{field}: ").removeprefix(f"{field} ")
-        return f"--{field.replace('_', '-')}: {message}"
     names = "|".join(ReminderConfig.model_fields)
     return re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-"), line)
 
