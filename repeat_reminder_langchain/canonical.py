@@ -78,6 +78,15 @@ def canonicalize(value: object) -> str:
         '{"a":{"x":"é","y":null},"b":[1,2]}'
 
     """
+    if type(value) is dict:
+        # Tool arguments, nearly always: one pass through orjson, unless a float in them
+        # may be integral (then `_orjson_text` decides).
+        try:
+            data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+        except TypeError:
+            return _pure_text(value)
+        if b".0" not in data and b"e+" not in data:
+            return data.decode()
     fast = _orjson_text(value)
     return fast if fast is not None else _pure_text(value)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, TypedDict, cast
+from typing import Any, Literal, NamedTuple, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -63,6 +63,7 @@ class ReminderFields(TypedDict, total=False):
 class Compiled(NamedTuple):
     """What counting reads of a configuration on every call, in plain attributes."""
 
+    plain: bool  # the original rule alone: consecutive identical calls, no escalation
     repeat: bool
     stale: bool
     same_error: bool
@@ -306,6 +307,7 @@ class ReminderConfig(BaseModel):
         )
         limit = self.escalate_after
         self._compiled = Compiled(
+            plain=self.detect == ("repeat",) and limit is None,
             repeat="repeat" in self.detect,
             stale="stale" in self.detect,
             same_error="same_error" in self.detect,
@@ -333,7 +335,7 @@ class ReminderConfig(BaseModel):
         """What counting reads on every call, compiled once."""
         # One read of the private-attribute dict: pydantic's own lookup of a private
         # attribute costs several times more, and this runs for every counted turn.
-        return cast("dict[str, Compiled]", self.__pydantic_private__)["_compiled"]
+        return self.__pydantic_private__["_compiled"]  # type: ignore[index,no-any-return]
 
     def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""
@@ -350,7 +352,7 @@ class ReminderConfig(BaseModel):
         """
         # This runs for every counted call: one read of the private-attribute dict, not the
         # slower attribute lookup pydantic gives private attributes.
-        cache = cast("dict[str, Any]", self.__pydantic_private__)["_rules"]
+        cache = self.__pydantic_private__["_rules"]  # type: ignore[index]
         key = (tool, policy)
         found = cache.get(key, _UNKNOWN)
         if found is _UNKNOWN:

@@ -50,7 +50,7 @@ def is_user_message(message: object) -> bool:
     That is a human message that is neither one of the guard's reminders nor a summary
     written by summarisation.
     """
-    if not isinstance(message, HumanMessage):
+    if type(message) is not HumanMessage and not isinstance(message, HumanMessage):
         return False
     source = message.additional_kwargs.get("lc_source")
     return source is None or (source != "summarization" and tag_of(message) is None)
@@ -68,14 +68,16 @@ def _scan(
     spoke = False
     for index in range(end - 1, -1, -1):
         item = messages[index]
-        if isinstance(item, AIMessage):
-            return index, item, answers, spoke
-        if isinstance(item, ToolMessage):
-            found = answers.get(item.tool_call_id)
+        kind = type(item)  # the exact classes first: message classes check subclasses slowly
+        if kind is ToolMessage or (kind is not AIMessage and isinstance(item, ToolMessage)):
+            result: ToolMessage = item  # type: ignore[assignment]
+            found = answers.get(result.tool_call_id)
             if found is None:
-                answers[item.tool_call_id] = [item]
+                answers[result.tool_call_id] = [result]
             else:
-                found.append(item)
+                found.append(result)
+        elif kind is AIMessage or isinstance(item, AIMessage):
+            return index, item, answers, spoke  # type: ignore[return-value]
         elif not spoke and is_user_message(item):
             spoke = True
     return -1, None, answers, spoke
@@ -100,6 +102,14 @@ def _turn_id(message: AIMessage, index: int) -> str:
 def _turn(message: AIMessage, index: int, answers: Mapping[str, list[ToolMessage]]) -> Turn:
     turn_id = _turn_id(message, index)
     tool_calls = message.tool_calls
+    if len(tool_calls) == 1 and not message.invalid_tool_calls and tool_calls[0].get("id"):
+        # Most turns make one call: answered by the latest result with its id.
+        tool_call = tool_calls[0]
+        found = answers.get(tool_call["id"])  # type: ignore[arg-type]
+        if not found:
+            return Turn(turn_id, index, (), False)
+        call = Call(tool_call["id"], tool_call["name"], tool_call["args"], *_outcome(found[0]))  # type: ignore[arg-type]
+        return Turn(turn_id, index, (call,), True)
     wanted: dict[str, int] = {}
     for tool_call in tool_calls:
         call_id = tool_call.get("id")
@@ -136,7 +146,7 @@ def _turn(message: AIMessage, index: int, answers: Mapping[str, list[ToolMessage
 
 def _outcome(answer: ToolMessage) -> tuple[object, bool]:
     """A result as the detectors read it; the guard's own refusal of a call tells nothing."""
-    if tag_of(answer) is not None:
+    if answer.additional_kwargs and tag_of(answer) is not None:
         return None, True
     return answer.content, answer.status == "error"
 
@@ -170,8 +180,11 @@ def _since_previous_turn(
     spoke = stopped = False
     for position in range(index - 1, -1, -1):
         item = messages[position]
-        if isinstance(item, AIMessage):
-            if _makes_calls(item):
+        kind = type(item)
+        if kind is ToolMessage:
+            continue  # the previous turn's results, mostly
+        if kind is AIMessage or isinstance(item, AIMessage):
+            if _makes_calls(item):  # type: ignore[arg-type]
                 break
             stopped = stopped or tag_of(item) is None
         elif not spoke and is_user_message(item):

@@ -169,7 +169,7 @@ class RepeatToolReminderNode:
                 return None
             agent, before, tally = counted
             return tally, before, agent
-        before = self._store.streaks(state)
+        stored, before = self._store.read(state)
         tally = tally_conversation(
             before,
             messages,
@@ -177,7 +177,7 @@ class RepeatToolReminderNode:
             self.tool_policies,
             seen_by_model=self.config.mode == "remind",
         )
-        if not tally.waiting:
+        if not tally.waiting and not stored:
             self._check_field(state, messages)
         return tally, before, None
 
@@ -189,7 +189,7 @@ class RepeatToolReminderNode:
         if self.handler is not None and agent is not None:
             self.handler._node_keep(agent, before, action.streaks)
         elif action.streaks != before:
-            update.update(self._store.update(state, action.streaks.to_dict()))
+            update.update(self._store.write(state, action.streaks))
         if action.messages:
             update[self.messages_key] = action.messages
         return update
@@ -204,7 +204,7 @@ class RepeatToolReminderNode:
         )
 
     def _check_field(self, state: Any, messages: Sequence[BaseMessage]) -> None:
-        if self._warned or self._store.stored(state):
+        if self._warned:
             return
         if read_state(state, self.state_key) is None and _tool_turns(messages) >= 2:
             self._warned = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, cast
 
 from langchain.agents.middleware.types import (
@@ -136,10 +136,10 @@ class RepeatToolReminderMiddleware(
         counted = self._count(state)
         if counted is None:
             return None
-        tally, before = counted
+        tally, before, stored = counted
         if self._reports(tally):
             report(tally, self.stats, self.config, None)
-        return self._act(state, tally, before)
+        return self._act(state, tally, before, stored)
 
     @override
     async def abefore_model(
@@ -149,10 +149,10 @@ class RepeatToolReminderMiddleware(
         counted = self._count(state)
         if counted is None:
             return None
-        tally, before = counted
+        tally, before, stored = counted
         if self._reports(tally):
             await areport(tally, self.stats, self.config, None)
-        return self._act(state, tally, before)
+        return self._act(state, tally, before, stored)
 
     @override
     def wrap_model_call(
@@ -196,9 +196,9 @@ class RepeatToolReminderMiddleware(
 
     # -- counting -------------------------------------------------------------------------
 
-    def _count(self, state: Any) -> tuple[Tally, Streaks] | None:
+    def _count(self, state: Any) -> tuple[Tally, Streaks, Mapping[str, Any]] | None:
         try:
-            before = self._store.streaks(state)
+            stored, before = self._store.read(state)
             tally = tally_conversation(
                 before,
                 state["messages"],
@@ -209,7 +209,7 @@ class RepeatToolReminderMiddleware(
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
-        return tally, before
+        return tally, before, stored
 
     def _reports(self, tally: Tally) -> bool:
         if not (tally.calls or tally.followups):
@@ -218,19 +218,26 @@ class RepeatToolReminderMiddleware(
             return True
         return self._asked.first_time(tally, self.config, thread_of(current_run_config()))
 
-    def _act(self, state: Any, tally: Tally, before: Streaks) -> dict[str, Any] | None:
+    def _act(
+        self, state: Any, tally: Tally, before: Streaks, stored: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
         try:
+            system = bool(stored.get("system"))
+            if not tally.reminders and tally.escalation is None:
+                # Most turns: nothing to add, only the streaks to keep.
+                if tally.streaks == before:
+                    return None
+                return (
+                    self._store.write(state, tally.streaks, system=True)
+                    if system
+                    else (self._store.write(state, tally.streaks))
+                )
             thread = thread_of(current_run_config()) if tally.escalation is not None else None
-            message_type = self._message_type()
-            action = act(tally, self.config, message_type, thread)
-            stored = self._store.stored(state)
-            system = bool(stored.get("system")) or any(m.type == "system" for m in action.messages)
-            update: dict[str, Any] = {}
-            if action.streaks != before or system != bool(stored.get("system")):
-                data: dict[str, Any] = {**action.streaks.to_dict()}
-                if system:
-                    data["system"] = True
-                update.update(self._store.update(state, data))
+            action = act(tally, self.config, self._message_type(), thread)
+            system = system or any(m.type == "system" for m in action.messages)
+            update = self._store.write(
+                state, action.streaks, **({"system": True} if system else {})
+            )
             if action.messages:
                 update["messages"] = action.messages
             if action.end:
@@ -240,7 +247,7 @@ class RepeatToolReminderMiddleware(
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
-        return update or None
+        return update
 
     def _message_type(self) -> Literal["system", "human"]:
         if self.config.message_type == "system" and self._keeps_system is False:
@@ -293,7 +300,7 @@ class RepeatToolReminderMiddleware(
         A model that answers without a call after a reminder it saw has recovered.
         """
         try:
-            stored = update.get(SOURCE, {}).get(self._name) or self._store.stored(request.state)
+            stored = update[SOURCE][self._name] if update else self._store.stored(request.state)
             if stored.get("reminded") is True and _answers(response):
                 self.stats.add_followup(recovered=True)
                 update = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -189,28 +189,29 @@ def parse_tool_policy(metadata: object) -> ToolPolicy | None:
         raise ValueError(f"invalid {POLICY_KEY} policy: {problems}") from None
 
 
-class ToolPolicies(Mapping[str, ToolPolicy]):
+class ToolPolicies(dict[str, ToolPolicy]):
     """The policies tools declare, by tool name, learnt from their metadata as they run.
 
     A policy is re-read whenever what the metadata says changes (compared by value, so a
     tool rebuilt for each request, or metadata edited in place, is read right). A policy that
     breaks a rule is logged once and ignored: tool metadata is read at run time, where the
-    guard never fails a run.
+    guard never fails a run. (A dict, so that the lookup on every counted call runs in C.)
     """
 
     limit = 10_000  # tool names come from whatever runs; keep the memory bounded
 
     def __init__(self) -> None:
-        self._policies: dict[str, ToolPolicy] = {}
+        super().__init__()
         self._seen: dict[str, object] = {}
 
     def learn(self, name: object, metadata: object) -> None:
         """Read the policy a tool named `name` declares in `metadata`, if it changed."""
         if not isinstance(name, str):
             return
-        if not isinstance(metadata, Mapping) or not metadata:
+        if not metadata or not isinstance(metadata, Mapping):
             if name in self._seen:
-                self._forget(name)
+                del self._seen[name]
+                self.pop(name, None)
             return
         own = metadata.get(POLICY_KEY)
         said = (None if own is None else canonicalize(own), tuple(_hints(metadata).items()))
@@ -218,7 +219,7 @@ class ToolPolicies(Mapping[str, ToolPolicy]):
             return
         if len(self._seen) >= self.limit:
             self._seen.clear()
-            self._policies.clear()
+            self.clear()
         self._seen[name] = said
         try:
             policy = parse_tool_policy(metadata)
@@ -226,26 +227,9 @@ class ToolPolicies(Mapping[str, ToolPolicy]):
             logger.warning("tool %r: %s; its policy is ignored", name, error)
             policy = None
         if policy is None:
-            self._policies.pop(name, None)
+            self.pop(name, None)
         else:
-            self._policies[name] = policy
-
-    def _forget(self, name: str) -> None:
-        self._seen.pop(name, None)
-        self._policies.pop(name, None)
-
-    def __getitem__(self, name: str) -> ToolPolicy:
-        return self._policies[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The policy of `name`, or `default` (a plain dict lookup: this runs on every call)."""
-        return self._policies.get(name, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._policies)
-
-    def __len__(self) -> int:
-        return len(self._policies)
+            self[name] = policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +250,10 @@ class Rules:
 
     def level(self, count: int) -> Level | None:
         """Which reminder a run of `count` identical calls draws, if any."""
-        return level_at(count, self.thresholds, self.repeat_every)
+        thresholds = self.thresholds
+        if count < thresholds[0]:
+            return None  # most calls: no streak yet
+        return level_at(count, thresholds, self.repeat_every)
 
     def keyed(self, args: object) -> object:
         """The arguments that make up the call's key: `args` without the ignored paths."""

@@ -76,6 +76,8 @@ class Stats:
             longest = tally.longest
             if longest and (self._longest is None or longest[1] > self._longest[1]):
                 self._longest = longest
+            if not (tally.reminders or tally.escalation or tally.followups):
+                return  # most turns
             for reminder in tally.reminders:
                 self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
             if tally.escalation is not None:

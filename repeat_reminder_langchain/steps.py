@@ -19,7 +19,7 @@ from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
 from .messages import escalation_message, reminder_messages
 from .reminder import LOGGER_NAME
-from .streaks import Streaks, StreaksData, Tally
+from .streaks import Streaks, Tally
 
 __all__ = ["Action", "Asked", "StateStore", "act"]
 
@@ -106,9 +106,10 @@ class Asked:
 class StateStore:
     """Streaks kept in graph state, under `key` (and, for middleware instances, by `name`).
 
-    Reading parses and checks the stored data; what was parsed is remembered by the identity of
-    the stored object (held, so the identity cannot be reused), so that the same state read
-    again in this process is not checked again.
+    Reading parses and checks the stored data. What was parsed, and what was written, is
+    remembered by the identity of the stored object (held, so that the identity cannot be
+    reused): the state a step wrote and the next step reads in this process is not checked
+    again.
     """
 
     limit = 1024
@@ -121,19 +122,26 @@ class StateStore:
 
     def stored(self, state: Any) -> Mapping[str, Any]:
         """The raw data of this store in `state` (empty when there is none)."""
-        field = _field(state, self.key)
-        if self.name is not None and isinstance(field, Mapping) and not _is_older(field):
+        field = state.get(self.key) if type(state) is dict else _field(state, self.key)
+        if type(field) is not dict:
+            field = dict(field) if isinstance(field, Mapping) else _EMPTY
+        if self.name is not None and not _is_older(field):
             field = field.get(self.name)
-        return field if isinstance(field, Mapping) else {}
+            if type(field) is not dict:
+                field = dict(field) if isinstance(field, Mapping) else _EMPTY
+        return field
 
-    def streaks(self, state: Any) -> Streaks:
-        """The streaks kept in `state`; stored data that is not valid starts over (logged)."""
+    def read(self, state: Any) -> tuple[Mapping[str, Any], Streaks]:
+        """The raw data of this store in `state`, and its streaks.
+
+        Stored data that is not valid starts over (logged once).
+        """
         data = self.stored(state)
         if not data:
-            return Streaks()
+            return data, _NO_STREAKS
         entry = self._parsed.get(id(data))
         if entry is not None and entry[0] is data:
-            return entry[1]
+            return data, entry[1]
         try:
             streaks = Streaks.from_dict(data)
         except ValueError as error:
@@ -142,21 +150,38 @@ class StateStore:
                 logger.warning(
                     "stored repeat reminder state is not valid (%s); starting over", error
                 )
-            streaks = Streaks()
-        if len(self._parsed) >= self.limit:
-            self._parsed.clear()
-        self._parsed[id(data)] = (data, streaks)
-        return streaks
+            streaks = _NO_STREAKS
+        self._remember(data, streaks)
+        return data, streaks
 
-    def update(self, state: Any, data: StreaksData | Mapping[str, Any]) -> dict[str, Any]:
-        """The state update that stores `data` as this store's."""
+    def streaks(self, state: Any) -> Streaks:
+        """The streaks kept in `state`."""
+        return self.read(state)[1]
+
+    def write(self, state: Any, streaks: Streaks, **extra: Any) -> dict[str, Any]:
+        """The state update that stores `streaks` (and `extra` fields) as this store's."""
+        data: dict[str, Any] = {**streaks.to_dict(), **extra} if extra else dict(streaks.to_dict())
+        self._remember(data, streaks)
+        return self.update(state, data)
+
+    def update(self, state: Any, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The state update that stores raw `data` as this store's."""
         if self.name is None:
-            return {self.key: dict(data)}
-        field = _field(state, self.key)
-        kept = {}
-        if isinstance(field, Mapping) and not _is_older(field):
-            kept = {name: value for name, value in field.items() if name != self.name}
-        return {self.key: {**kept, self.name: dict(data)}}
+            return {self.key: data}
+        field = state.get(self.key) if type(state) is dict else _field(state, self.key)
+        if not isinstance(field, Mapping) or not field or _is_older(field):
+            return {self.key: {self.name: data}}
+        return {self.key: {**field, self.name: data}}
+
+    def _remember(self, data: object, streaks: Streaks) -> None:
+        parsed = self._parsed
+        if len(parsed) >= self.limit:
+            del parsed[next(iter(parsed))]  # the oldest: the newest are read next
+        parsed[id(data)] = (data, streaks)
+
+
+_EMPTY: Mapping[str, Any] = {}
+_NO_STREAKS = Streaks()
 
 
 def _field(state: Any, key: str) -> Any:
@@ -169,4 +194,4 @@ def _is_older(field: Mapping[str, Any]) -> bool:
     That field holds one instance's data itself; whichever instance reads it first takes it
     over.
     """
-    return "count" in field and not isinstance(field["count"], Mapping)
+    return "count" in field

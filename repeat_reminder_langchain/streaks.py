@@ -36,6 +36,8 @@ __all__ = [
     "result_text",
 ]
 
+_make = tuple.__new__
+
 STALE_MEMORY = 64
 """How many distinct calls an agent's `stale` detector remembers; the least recent goes first."""
 
@@ -289,6 +291,77 @@ def count_turn(
     """
     if streaks.turn == turn:
         return Tally(streaks)
+    if config.compiled.plain and trace is None:
+        return _count_repeats(streaks, turn, calls, config, policies, seen_by_model)
+    return _count_all(streaks, turn, calls, config, policies, seen_by_model, trace)
+
+
+def _count_repeats(
+    streaks: Streaks,
+    turn: str,
+    calls: Sequence[Call],
+    config: ReminderConfig,
+    policies: Mapping[str, ToolPolicy] | None,
+    seen_by_model: bool,
+) -> Tally:
+    """`count_turn` for the original rule alone (the default): consecutive identical calls.
+
+    The same rules as `_count_all` with only `repeat` in use and no escalation, in one loop:
+    this runs for every model turn of every agent.
+    """
+    rules_of, cap = config.rules, config.arguments_preview_chars
+    policy_of = policies.get if policies else None
+    tool, key, count, result, reminded = streaks[1:6]
+    reminders: list[Reminder] = []
+    followups: list[bool] = []
+    tracked = 0
+    longest: tuple[str, int] | None = None
+    for position, call in enumerate(calls):
+        name = call.tool
+        rules = rules_of(name, policy_of(name) if policy_of else None)
+        if rules is None:
+            continue
+        tracked += 1
+        text = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
+        new_key = digest(text)
+        same = name == tool and new_key == key
+        if reminded:
+            followups.append(not same)
+        if rules.result_aware:
+            outcome = "" if call.result is None else _result_digest(call.result)
+            if same and result and outcome and outcome != result:
+                same = False  # a new result of the same call is progress
+            result = outcome
+        else:
+            result = ""
+        count = count + 1 if same else 1
+        tool, key = name, new_key
+        if longest is None or count > longest[1]:
+            longest = (name, count)
+        level = rules.level(count)
+        reminded = False
+        if level is not None:
+            reminders.append(
+                Reminder(name, count, level, preview(text, cap), new_key, position=position)
+            )
+            reminded = seen_by_model
+    # Built with tuple.__new__: a named tuple's own constructor is Python code.
+    new = _make(
+        Streaks, (turn, tool, key, count, result, reminded, *streaks[6:10], (), streaks[11])
+    )
+    return _make(Tally, (new, reminders, None, tracked, longest, followups, False))
+
+
+def _count_all(
+    streaks: Streaks,
+    turn: str,
+    calls: Sequence[Call],
+    config: ReminderConfig,
+    policies: Mapping[str, ToolPolicy] | None,
+    seen_by_model: bool,
+    trace: list[CallTrace] | None,
+) -> Tally:
+    """`count_turn` with every detector in use, escalation and tracing."""
     counting = _Counting(streaks, config)
     reminders: list[Reminder] = []
     followups: list[bool] = []
@@ -300,7 +373,7 @@ def count_turn(
         if rules is None:
             continue
         tracked += 1
-        text = canonicalize(rules.keyed(call.args))
+        text = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
         key = digest(text)
         known = call.result is not None
         outcome = _result_digest(call.result) if known and counting.reads_results(rules) else ""
