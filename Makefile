@@ -6,9 +6,21 @@ READY := $(VENV)/.ready
 
 .PHONY: demo test lint bench clean notebooks
 
+# A venv belongs to the interpreter that built it. One whose python is not $(PYTHON)'s (another
+# version, another installation, or one that is gone) is out of date whatever its time stamps
+# say, and is rebuilt from nothing instead of failing half-way.
+python_id = $(shell $(1) -c 'import sys; print(sys.version.split()[0], sys.base_prefix)' 2>/dev/null)
+WANT := $(call python_id,$(PYTHON))
+ifneq ($(call python_id,$(BIN)/python),$(WANT))
+.PHONY: $(READY)
+CLEAR := --clear
+endif
+
+NEED_PYTHON := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; found " + sys.version.split()[0])
+
 $(READY): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; found " + sys.version.split()[0])'
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c '$(NEED_PYTHON)'
+	$(PYTHON) -m venv $(CLEAR) $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(READY)
