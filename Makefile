@@ -1,17 +1,64 @@
 # Everything runs in .venv, created and filled from pyproject.toml on first use.
+# `make test-lowest` has a venv of its own, .venv-lowest, with the lowest versions it allows.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.ready
+LOWEST := .venv-lowest
+LOWEST_READY := $(LOWEST)/.ready
 
-.PHONY: demo test lint bench clean notebooks
+.PHONY: demo test test-lowest lint bench clean notebooks
+
+# A venv belongs to the interpreter that built it. One whose python is not $(PYTHON)'s (another
+# version, another installation, or one that is gone) is out of date whatever its time stamps
+# say, and is rebuilt from nothing instead of failing half-way.
+python_id = $(shell $(1) -c 'import sys; print(sys.version.split()[0], sys.base_prefix)' 2>/dev/null)
+WANT := $(call python_id,$(PYTHON))
+ifneq ($(call python_id,$(BIN)/python),$(WANT))
+.PHONY: $(READY)
+CLEAR := --clear
+endif
+ifneq ($(call python_id,$(LOWEST)/bin/python),$(WANT))
+.PHONY: $(LOWEST_READY)
+endif
+
+NEED_PYTHON := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; found " + sys.version.split()[0])
 
 $(READY): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10 or newer is needed; found " + sys.version.split()[0])'
-	$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c '$(NEED_PYTHON)'
+	$(PYTHON) -m venv $(CLEAR) $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(READY)
+
+# The floors: each runtime dependency of pyproject.toml pinned to its lower bound
+# ("langgraph>=1.2.12,<2" gives "langgraph==1.2.12"); a dependency without one is an error.
+define FLOORS_PY
+import re, sys, tomllib
+for dep in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
+    floor = re.fullmatch(r"([A-Za-z0-9._-]+)\s*>=\s*([0-9][0-9A-Za-z.]*)\s*(,[^;]*)?", dep)
+    if floor is None:
+        sys.exit(f"pyproject.toml: {dep!r} has no lower bound that make test-lowest can test")
+    print(f"{floor[1]}=={floor[2]}")
+endef
+export FLOORS_PY
+
+# .venv-lowest, always from nothing (uv makes that a matter of seconds): the project with the
+# floors as constraints, and the test extra. This is uv's lowest-direct resolution made exact:
+# the direct dependencies at their floors, everything they pull in at its newest. A floor that
+# cannot be installed (one below what another dependency needs) fails here with the reason,
+# where lowest-direct would lift it silently. The test tools are the newest their ranges allow:
+# the promise under test is the one to users, not the test tools' floors. No optional peer is
+# installed. uv itself lives in the venv; nothing in it depends on it.
+$(LOWEST_READY): pyproject.toml Makefile
+	@$(PYTHON) -c '$(NEED_PYTHON)'
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/python -m pip install --quiet 'uv>=0.13,<0.14'
+	$(LOWEST)/bin/python -c "$$FLOORS_PY" > $(LOWEST)/floors.txt
+	$(LOWEST)/bin/uv pip install --quiet --python $(LOWEST)/bin/python \
+		--constraint $(LOWEST)/floors.txt -e '.[test]'
+	@touch $(LOWEST_READY)
 
 demo: $(READY)
 	$(BIN)/python -m repeat_reminder_langchain demo $(ARGS)
@@ -24,8 +71,15 @@ lint: $(READY)
 test: lint
 	scripts/with-postgres $(BIN)/python -m pytest --cov --cov-report=term-missing
 
+# The tests that need no optional peer, on the floors. A module that needs a peer starts with
+# pytest.importorskip, and REPEAT_REMINDER_PEERS=optional lets it skip (tests/conftest.py).
+# No coverage here (pytest-cov is not installed): `make test` is the run that enforces it.
+test-lowest: $(LOWEST_READY)
+	@echo "Lowest versions: $$(tr '\n' ' ' < $(LOWEST)/floors.txt)"
+	REPEAT_REMINDER_PEERS=optional $(LOWEST)/bin/python -m pytest $(ARGS)
+
 clean:
-	rm -rf $(VENV) .coverage .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST) .coverage .pytest_cache .mypy_cache .ruff_cache
 
 bench: $(READY)
 	$(BIN)/python -m benchmarks

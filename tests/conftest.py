@@ -9,7 +9,8 @@ so that a rule is tested once and holds for every face.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,29 @@ from .helpers import assert_adjacent, other, probe
 
 FACES = ("handler", "state", "middleware")
 _threads = itertools.count(1)
+
+# A test module that needs an optional peer (a package of the notebooks or dev extra) starts with
+# `pytest.importorskip`. `make test-lowest` installs no peer and sets REPEAT_REMINDER_PEERS to
+# "optional", so there such a module is skipped. Anywhere else the peers belong to the test
+# environment (`.[dev]`), and a module skipped at import fails instead: a broken install must not
+# pass for a green run.
+PEERS_OPTIONAL = os.environ.get("REPEAT_REMINDER_PEERS") == "optional"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Outside `make test-lowest`, a test module skipped at import is an error."""
+    report = yield
+    if report.skipped and isinstance(collector, pytest.Module) and not PEERS_OPTIONAL:
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{why}\nThe optional peers belong to the test environment: install '.[dev]' (as "
+            "`make` does), or set REPEAT_REMINDER_PEERS=optional to skip the tests that need them."
+        )
+    return report
 
 
 @dataclass

@@ -7,6 +7,13 @@ import logging
 from typing import Any
 
 import pytest
+
+# Optional peers (the dev extra): `make test-lowest` runs without them and skips this module.
+pytest.importorskip("deepagents")
+pytest.importorskip("langchain_anthropic")
+pytest.importorskip("langchain_google_genai")
+pytest.importorskip("langchain_openai")
+
 from deepagents import create_deep_agent
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware

@@ -8,8 +8,11 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-import nbformat
 import pytest
+
+# Optional peers (the notebooks extra): `make test-lowest` runs without them and skips this module.
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")  # notebooks/run.py runs them with it
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+# Optional peers (the dev extra): `make test-lowest` runs without them and skips this module.
+pytest.importorskip("langchain_anthropic")
+pytest.importorskip("langchain_openai")
+
 from langchain.agents import create_agent
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel

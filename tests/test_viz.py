@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+# The timeline is drawn with an optional peer (the notebooks extra): `make test-lowest` runs
+# without it and skips this module.
+pytest.importorskip("matplotlib")
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
