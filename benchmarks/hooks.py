@@ -180,6 +180,14 @@ def _timed(
     return case
 
 
+def _timed_bare(
+    hook: str | Callable[..., Any], inputs: Sequence[tuple[Any, ...]]
+) -> Callable[[], float]:
+    """Seconds for a function (or the bare agent's side of `hook`) over recorded inputs."""
+    function = _bare(hook) if isinstance(hook, str) else hook
+    return lambda: _calls(function, inputs)
+
+
 def _bare(hook: str) -> Callable[..., Any]:
     if hook in ("wrap_model_call", "wrap_tool_call"):
         return lambda request, handler: handler(request)
@@ -197,7 +205,7 @@ def _guard_rows(rounds: int) -> list[Row]:
             for name, record in recorded.items():
                 for hook, inputs in record.calls.items():
                     cases[f"{name}|{hook}"] = _timed(makers[name], size, stored, hook)
-                    cases[f"bare|{name}|{hook}"] = lambda b=_bare(hook), i=inputs: _calls(b, i)
+                    cases[f"bare|{name}|{hook}"] = _timed_bare(hook, inputs)
             samples = interleaved(cases, rounds)
             for name, record in recorded.items():
                 for hook in record.calls:
@@ -209,13 +217,17 @@ def _guard_rows(rounds: int) -> list[Row]:
                             strict=True,
                         )
                     ]
-                    costs[(name, size, hook + (" (stored reminders)" if stored else ""))] = (
-                        _median(added)
+                    costs[(name, size, hook + (" (stored reminders)" if stored else ""))] = _median(
+                        added
                     )
                     rows.append(_us_row(name, hook, size, added, stored))
     for name in GUARDS:
         for size in (SHORT, LONG):
-            total = sum(v for (n, s, h), v in costs.items() if n == name and s == size and "(" not in h)
+            total = sum(
+                cost
+                for (guard, length, hook), cost in costs.items()
+                if guard == name and length == size and "(" not in hook
+            )
             rows.append(
                 Row(
                     f"hooks.{_key(name)}.total.{size}",
@@ -276,7 +288,9 @@ def _handler_turn(handler: BaseCallbackHandler, node: Callable[..., Any]) -> Cal
         agent, model, tools, tool, after = (uuid.uuid4() for _ in range(5))
         meta = {"langgraph_checkpoint_ns": f"agent:{agent}"}
         handler.on_chain_start(None, {}, run_id=agent, parent_run_id=root, metadata=meta)
-        handler.on_chat_model_start({}, [messages], run_id=model, parent_run_id=agent, metadata=meta)
+        handler.on_chat_model_start(
+            {}, [messages], run_id=model, parent_run_id=agent, metadata=meta
+        )
         handler.on_llm_end(response, run_id=model)
         handler.on_chain_end({}, run_id=agent)
         meta = {"langgraph_checkpoint_ns": f"tools:{tools}"}
@@ -319,19 +333,15 @@ def _node_rows(rounds: int) -> list[Row]:
             "state-kept node": lambda: _state_turn(RepeatToolReminderNode()),
             "no-op node": lambda: _state_turn(_noop_node),
         }
-        cases = {}
-        for name, make in makers.items():
-            step = make()
-            cases[name] = lambda s=step: _calls(s, [(messages,) for messages in turns])
+        inputs = [(messages,) for messages in turns]
+        cases = {name: _timed_bare(make(), inputs) for name, make in makers.items()}
         samples = interleaved(cases, rounds)
         for name, baseline in (
             ("handler + node", "no-op handler + no-op node"),
             ("state-kept node", "no-op node"),
         ):
-            added = [
-                (guard - bare) / TURNS * 1e6
-                for guard, bare in zip(samples.seconds[name], samples.seconds[baseline], strict=True)
-            ]
+            pairs = zip(samples.seconds[name], samples.seconds[baseline], strict=True)
+            added = [(guard - bare) / TURNS * 1e6 for guard, bare in pairs]
             label = f"{name}: per turn over {baseline}, {size:,} msgs"
             label += f" (min {min(added):.2f}, max {max(added):.2f})"
             rows.append(Row(f"hooks.{_key(name)}.{size}", label, _median(added), "us"))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import MessagesState
-from typing_extensions import NotRequired, Unpack
+from typing_extensions import Unpack
 
 from .callbacks import AgentKey, RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, ReminderFields, resolve_config

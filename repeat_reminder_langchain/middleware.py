@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -22,7 +22,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
-from typing_extensions import NotRequired, Unpack, override
+from typing_extensions import Unpack, override
 
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .conversation import predict_escalation, tally_conversation
@@ -94,7 +94,7 @@ class RepeatToolReminderMiddleware(
         subagent spec's `"middleware"`: a main agent's middleware does not reach subagents.
     """
 
-    state_schema = RepeatToolReminderMiddlewareState
+    state_schema = RepeatToolReminderMiddlewareState  # type: ignore[assignment]  # as LangChain's own do
 
     def __init__(
         self,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 from langgraph.prebuilt.chat_agent_executor import AgentState
-from typing_extensions import NotRequired
 
 __all__ = ["RepeatToolReminderAgentState"]
 

@@ -292,8 +292,10 @@ def count_turn(
     if streaks.turn == turn:
         return Tally(streaks)
     if config.compiled.plain and trace is None:
-        return _count_repeats(streaks, turn, calls, config, policies, seen_by_model)
-    return _count_all(streaks, turn, calls, config, policies, seen_by_model, trace)
+        return _count_repeats(streaks, turn, calls, config, policies, seen_by_model=seen_by_model)
+    return _count_all(
+        streaks, turn, calls, config, policies, seen_by_model=seen_by_model, trace=trace
+    )
 
 
 def _count_repeats(
@@ -302,6 +304,7 @@ def _count_repeats(
     calls: Sequence[Call],
     config: ReminderConfig,
     policies: Mapping[str, ToolPolicy] | None,
+    *,
     seen_by_model: bool,
 ) -> Tally:
     """`count_turn` for the original rule alone (the default): consecutive identical calls.
@@ -358,6 +361,7 @@ def _count_all(
     calls: Sequence[Call],
     config: ReminderConfig,
     policies: Mapping[str, ToolPolicy] | None,
+    *,
     seen_by_model: bool,
     trace: list[CallTrace] | None,
 ) -> Tally:

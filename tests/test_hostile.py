@@ -90,7 +90,7 @@ class Size(enum.IntEnum):
     BIG = 3
 
 
-class Mood(str, enum.Enum):
+class Mood(str, enum.Enum):  # noqa: UP042 - a str mixin, as arguments may carry it
     CALM = "calm"
 
 
@@ -206,7 +206,7 @@ CORPUS: dict[str, Callable[[], Any]] = {
     "decimal": lambda: {"x": decimal.Decimal("3.14159265358979323846264338327950288")},
     "decimal-nan": lambda: {"x": [decimal.Decimal("NaN"), decimal.Decimal("sNaN")]},
     "decimal-huge-exponent": lambda: {"x": decimal.Decimal("1e999999")},
-    "datetime-tz": lambda: {"x": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)},
+    "datetime-tz": lambda: {"x": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)},
     "date-time-delta": lambda: {
         "x": [datetime.date(2026, 1, 1), datetime.time(1, 2), datetime.timedelta(hours=1)]
     },
