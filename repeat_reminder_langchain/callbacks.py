@@ -290,9 +290,6 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if streaks == before:
             return
         with self._lock:
-            if streaks == _NONE:
-                self._agents.pop(key, None)  # nothing worth remembering
-                return
             known = key in self._agents
             self._agents[key] = streaks
             if known:

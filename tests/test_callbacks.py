@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import CallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -555,3 +558,63 @@ def test_a_bad_value_is_a_config_error_naming_the_field() -> None:
 def _any_probe(q: Any = None) -> str:
     """Look anything up."""
     return "probed"
+
+
+# -- bookkeeping at the edges -----------------------------------------------------------------
+
+
+def _run_tree(guard: Handler) -> tuple[Any, Any, dict[str, Any]]:
+    """A root run and a node run inside it, as a graph run places them."""
+    root, node = uuid.uuid4(), uuid.uuid4()
+    metadata = {"langgraph_checkpoint_ns": f"agent:{uuid.uuid4()}"}
+    guard.on_chain_start(None, {}, run_id=root, parent_run_id=None, metadata={})
+    guard.on_chain_start(None, {}, run_id=node, parent_run_id=root, metadata=metadata)
+    return root, node, metadata
+
+
+def _reminded_turn() -> list[BaseMessage]:
+    script = [turn(call("probe", SAME, f"c{n}")) for n in range(3)]
+    messages: list[BaseMessage] = [HumanMessage("go")]
+    for n, message in enumerate(script):
+        message.id = f"t{n}"
+        messages += [message, ToolMessage("probed", tool_call_id=f"c{n}")]
+    return messages
+
+
+def test_model_runs_whose_end_never_comes_stay_bounded() -> None:
+    guard = Handler()
+    guard.max_runs = 3
+    _, node, metadata = _run_tree(guard)
+    messages = _reminded_turn()
+    start = guard.on_chat_model_start
+    start({}, [messages], run_id=uuid.uuid4(), parent_run_id=node, metadata=metadata)
+    key = next(iter(guard._agents))
+    for _ in range(5):  # reminded each time, and no model run ever ends
+        guard._agents[key] = guard._agents[key]._replace(reminded=True)
+        start({}, [messages], run_id=uuid.uuid4(), parent_run_id=node, metadata=metadata)
+    assert len(guard._answering) <= 3
+
+
+def test_an_answer_for_an_agent_already_forgotten_is_still_counted() -> None:
+    guard = Handler()
+    _, node, metadata = _run_tree(guard)
+    messages = _reminded_turn()
+    start = guard.on_chat_model_start
+    start({}, [messages], run_id=uuid.uuid4(), parent_run_id=node, metadata=metadata)
+    key = next(iter(guard._agents))
+    guard._agents[key] = guard._agents[key]._replace(reminded=True)
+    model_run = uuid.uuid4()
+    start({}, [messages], run_id=model_run, parent_run_id=node, metadata=metadata)
+    guard._agents.clear()  # forgotten meanwhile (the run ended, or the cap)
+    answer = LLMResult(generations=[[ChatGeneration(message=AIMessage("done"))]])
+    guard.on_llm_end(answer, run_id=model_run)
+
+    assert guard.stats.snapshot()["recovered"] == 1
+    assert guard._agents == {}
+
+
+def test_a_node_whose_run_is_outside_any_graph_counts_nothing() -> None:
+    guard = Handler()
+    _, node, _ = _run_tree(guard)
+    config: Any = {"callbacks": CallbackManager([guard], parent_run_id=node), "metadata": {}}
+    assert guard._node_count(_reminded_turn(), config) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import runpy
 import sys
@@ -163,3 +164,9 @@ def test_python_m_runs_main(
         runpy.run_module("repeat_reminder_langchain", run_name="__main__")
     assert exit_info.value.code == 0
     assert "[gentle · job_status × 2]" in capsys.readouterr().out
+
+
+def test_importing_the_main_module_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    module = importlib.import_module("repeat_reminder_langchain.__main__")
+    assert module.main is main
+    assert capsys.readouterr().out == ""

@@ -146,3 +146,27 @@ def test_exclude_wins_over_include() -> None:
     config = ReminderConfig(include=["*"], exclude=["probe"])
     assert not config.tracks("probe")
     assert config.tracks("other")
+
+
+def test_the_ignored_arguments_read_as_a_mapping_and_dump_as_json() -> None:
+    config = ReminderConfig(ignore_arguments={"run_*": ["description", "timeout*"]})
+    assert len(config.ignore_arguments) == 1
+    assert dict(config.ignore_arguments) == {"run_*": ("description", "timeout*")}
+    dumped = config.model_dump(mode="json")
+    assert dumped["ignore_arguments"] == {"run_*": ["description", "timeout*"]}
+    assert ReminderConfig(**{k: v for k, v in dumped.items() if k in config.model_fields_set})
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"detect": ["stale", "stale"]}, "detect: must not name a detector twice"),
+        ({"detect": []}, "detect: must be a non-empty list of detector names"),
+        ({"error_pattern": ""}, "error_pattern: must be a non-empty regular expression or None"),
+        ({"error_pattern": 3}, "error_pattern: must be a non-empty regular expression or None"),
+    ],
+)
+def test_detector_fields_fail_loud(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ReminderConfig(**fields)
+    assert ReminderConfig(error_pattern=None).error_pattern is None

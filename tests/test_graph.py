@@ -492,3 +492,26 @@ def test_the_node_takes_a_handler_or_a_configuration_not_both() -> None:
         RepeatToolReminderNode(config=config, thresholds=[3])
     with pytest.raises(TypeError, match="did you mean 'thresholds'"):
         RepeatToolReminderNode(treshold=[3])  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+def test_a_failure_while_acting_is_logged_and_the_run_goes_on(
+    face: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import repeat_reminder_langchain.graph as graph_module
+
+    from .conftest import build
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    agent = build(face, scripted(repeat("probe", {"q": "same"}, 3)))
+    monkeypatch.setattr(graph_module, "act", broken)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = agent.invoke(ask())
+
+    assert messages[-1].content == "done"
+    assert reminders(messages) == []
+    assert "repeat reminder node failed; the run goes on without reminders" in {
+        r.getMessage() for r in caplog.records
+    }

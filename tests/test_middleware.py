@@ -353,3 +353,157 @@ def test_deepagents_subagent_with_its_own_middleware_gets_its_own_reminder() -> 
 
 
 # -- what each provider receives --------------------------------------------------------------
+
+
+# -- the form reminders are kept in -----------------------------------------------------------
+
+
+def _keeping_system_messages() -> Any:
+    model = scripted(repeat("probe", SAME, 3))
+    model.profile = {"mid_conversation_system_messages": True}
+    return model
+
+
+def test_a_model_that_takes_system_messages_gets_them_in_place() -> None:
+    model = _keeping_system_messages()
+    messages = agent_with(model, RepeatToolReminderMiddleware()).invoke(ask())["messages"]
+
+    (reminder,) = [m for m in messages if is_reminder(m)]
+    assert reminder.type == "system"
+    assert any(m is reminder for m in model.seen[-1])  # sent as it is stored
+
+
+def test_reminders_stored_before_the_model_was_seen_are_converted_once_and_kept_so() -> None:
+    # A new process resumes a thread: its guard has not seen the model when it stores the
+    # reminder, so it stores the configured SystemMessage; the first model call sends it as
+    # a user turn and keeps that form in state.
+    saver, config = InMemorySaver(), thread("restarted")
+    first = agent_with(
+        scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware(), checkpointer=saver
+    )
+    first.invoke(ask(), config, interrupt_before=["tools"])
+    for _ in range(2):
+        first.invoke(None, config, interrupt_before=["tools"])  # the third call is pending
+    model = scripted([])
+    resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
+    messages = resumed.invoke(None, config)["messages"]
+
+    assert_adjacent(messages)
+    (reminder,) = [m for m in messages if is_reminder(m)]
+    assert reminder.type == "human" and str(reminder.content).startswith("<system-reminder>")
+    sent = model.seen[0][-1]
+    assert sent.type == "human" and sent.id == reminder.id
+    stored = resumed.get_state(config).values["repeat_tool_reminder"]
+    assert stored["RepeatToolReminderMiddleware"].get("system") is False
+
+
+# -- instances, names and failures ------------------------------------------------------------
+
+
+def test_two_instances_guard_one_agent_each_with_its_own_counts() -> None:
+    @tool
+    def search_web(q: str = "") -> str:
+        """Search."""
+        return "results"
+
+    script = [turn(call("search_web", SAME), call("probe", SAME)) for _ in range(3)]
+    searches = RepeatToolReminderMiddleware(include=["search_*"], thresholds=[2])
+    rest = RepeatToolReminderMiddleware(exclude=["search_*"])
+    agent = agent_with(
+        scripted(script), searches, rest, tools=[probe, search_web], checkpointer=InMemorySaver()
+    )
+    messages = agent.invoke(ask(), thread("two"))["messages"]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [
+        ("gentle", "search_web", 2),
+        ("gentle", "probe", 3),
+    ]
+    stored = agent.get_state(thread("two")).values["repeat_tool_reminder"]
+    assert sorted(stored) == [
+        "RepeatToolReminderMiddleware[exclude=search_*]",
+        "RepeatToolReminderMiddleware[include=search_*]",
+    ]
+    assert searches.stats.snapshot()["reminders"] == {"search_web": {"gentle": 1}}
+    assert rest.stats.snapshot()["reminders"] == {"probe": {"gentle": 1}}
+
+
+def test_instances_with_the_same_scope_need_names_of_their_own() -> None:
+    with pytest.raises(AssertionError, match="duplicate middleware"):
+        agent_with(scripted([]), RepeatToolReminderMiddleware(), RepeatToolReminderMiddleware())
+    named = [RepeatToolReminderMiddleware(name="strict", thresholds=[2])]
+    named.append(RepeatToolReminderMiddleware(name="lenient", thresholds=[5]))
+    agent = agent_with(scripted(repeat("probe", SAME, 2)), *named)
+    assert reminders(agent.invoke(ask())["messages"]) == [("gentle", "probe", 2)]
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        RepeatToolReminderMiddleware(name="")
+
+
+def test_an_older_single_instance_field_is_taken_over_by_the_instance_that_reads_it() -> None:
+    saver, config = InMemorySaver(), thread("older")
+    model = scripted(repeat("probe", SAME, 2))
+    agent = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
+    agent.invoke(ask(), config, interrupt_before=["tools"])
+    agent.invoke(None, config, interrupt_before=["tools"])  # the second call is pending
+    first = next(m for m in agent.get_state(config).values["messages"] if m.type == "ai")
+    # As 0.1 stored it: one instance's streak as the field itself, two calls so far.
+    older = {"tool": "probe", "digest": _digest(SAME), "count": 2, "turn": first.id}
+    agent.update_state(config, {"repeat_tool_reminder": older})
+    messages = agent.invoke(None, config)["messages"]
+
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    stored = agent.get_state(config).values["repeat_tool_reminder"]
+    assert list(stored) == ["RepeatToolReminderMiddleware"]
+
+
+def _digest(args: Any) -> str:
+    from repeat_reminder_langchain.canonical import canonicalize, digest
+
+    return digest(canonicalize(args))
+
+
+async def test_an_internal_failure_in_async_hooks_is_logged_and_the_agent_completes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(middleware_module, "tally_conversation", broken)
+    monkeypatch.setattr(middleware_module, "predict_escalation", broken)
+    monkeypatch.setattr(middleware_module, "_answers", broken)
+    guard = RepeatToolReminderMiddleware(exit_behavior="block", escalate_after=9)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        result = await agent_with(scripted(repeat("probe", SAME, 3)), guard).ainvoke(ask())
+
+    assert result["messages"][-1].content == "done"
+    logged = {r.getMessage() for r in caplog.records}
+    assert "repeat reminder middleware failed; the run goes on without it" in logged
+    assert "repeat reminder check failed; the call runs" in logged
+
+
+def test_a_structured_answer_after_a_reminder_is_a_recovery() -> None:
+    from langchain.agents.middleware.types import ModelResponse
+
+    response = ModelResponse(
+        result=[AIMessage("", tool_calls=[call("final")])], structured_response={"a": 1}
+    )
+    assert middleware_module._answers(response)
+    assert not middleware_module._answers(ModelResponse(result=[]))
+
+
+def test_a_failure_noting_the_models_answer_is_logged_and_the_answer_kept(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(middleware_module, "_answers", broken)
+    guard = RepeatToolReminderMiddleware()
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = agent_with(scripted(repeat("probe", SAME, 3)), guard).invoke(ask())["messages"]
+
+    assert messages[-1].content == "done"
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert "repeat reminder bookkeeping failed; the run goes on" in {
+        r.getMessage() for r in caplog.records
+    }
