@@ -1,0 +1,219 @@
+"""Running the guard's detectors over saved conversations, through the package's own replay.
+
+Nothing here counts: every figure comes from `replay`, which counts a conversation exactly as
+the guard does at run time, so the evaluation measures the guard and not a copy of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from langchain_core.messages import HumanMessage
+
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling.transcript import Replayed, replay
+
+__all__ = [
+    "ERROR_PATTERN",
+    "SHELL_ERRORS",
+    "SWEEP",
+    "TAU_BENCH_ERRORS",
+    "Firing",
+    "Outcome",
+    "Replay",
+    "Settings",
+    "Sweep",
+    "load",
+    "replay_all",
+    "sweep",
+]
+
+SWEEP = (2, 3, 4, 5)
+"""The thresholds the sweep shows, for the trade-off between firing early and firing right."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the evaluation is run with.
+
+    Attributes:
+        stale_thresholds: The `stale` detector's thresholds.
+        same_error_thresholds: The `same_error` detector's thresholds.
+        error_pattern: The `error_pattern` that tells a failed call by its text.
+        exclude: Tools left out of counting, as the guard's `exclude`.
+        ignore_user: A regular expression: user messages whose text it matches are dropped
+            before the replay, so that they do not reset the counts. For a harness that
+            answers a malformed reply with a user message (mini-swe-agent's format errors),
+            to see what the guard would count where that feedback came another way.
+    """
+
+    stale_thresholds: tuple[int, ...] = (3,)
+    same_error_thresholds: tuple[int, ...] = (3,)
+    error_pattern: str | None = None
+    exclude: tuple[str, ...] = ()
+    ignore_user: str | None = None
+
+    def config(self, detect: Sequence[Detector], **fields: object) -> ReminderConfig:
+        """The guard's configuration with `detect` in use, other fields as overridden."""
+        base: dict[str, object] = {
+            "detect": tuple(detect),
+            "stale_thresholds": self.stale_thresholds,
+            "same_error_thresholds": self.same_error_thresholds,
+            "error_pattern": self.error_pattern,
+            "exclude": self.exclude,
+        }
+        return ReminderConfig(**{**base, **fields})
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """One reminder the guard would have added.
+
+    Attributes:
+        conversation: The conversation's position in its file, from 0 (its line in JSON
+            Lines is this plus one).
+        id: The conversation's id, when the record has one.
+        message: The position of the `AIMessage` that made the call.
+        call: The call's position among the conversation's calls, from 0.
+        detector: The detector that fired.
+        count: What it counted: identical calls, results or failures in a row.
+        tool: The tool called.
+        args: The call's arguments.
+        result: What the call returned.
+    """
+
+    conversation: int
+    id: str | None
+    message: int
+    call: int
+    detector: Detector
+    count: int
+    tool: str
+    args: object
+    result: object
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """One conversation replayed under one configuration: every call with what it reached."""
+
+    conversation: Conversation
+    calls: list[Replayed]
+
+    def firings(self) -> list[Firing]:
+        """The reminders the guard would have added, in order."""
+        found = []
+        for position, item in enumerate(self.calls):
+            reminder = None if item.trace is None else item.trace.reminder
+            if reminder is not None:
+                found.append(
+                    Firing(
+                        self.conversation.index,
+                        self.conversation.id,
+                        item.message,
+                        position,
+                        reminder.detector,
+                        reminder.count,
+                        item.call.tool,
+                        item.call.args,
+                        item.call.result,
+                    )
+                )
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one configuration drew over a file."""
+
+    firings: list[Firing] = field(default_factory=list)
+
+    @property
+    def conversations(self) -> int:
+        """How many conversations drew at least one reminder."""
+        return len({firing.conversation for firing in self.firings})
+
+    @property
+    def tools(self) -> Counter[str]:
+        """Firings per tool."""
+        return Counter(firing.tool for firing in self.firings)
+
+    @property
+    def detectors(self) -> Counter[str]:
+        """Firings per detector (with several in use, the one that took the call)."""
+        return Counter(firing.detector for firing in self.firings)
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Firings of one detector alone at one threshold."""
+
+    threshold: int
+    firings: int
+    conversations: int
+
+
+def load(path: str, ignore_user: str | None = None) -> list[Conversation]:
+    """Every conversation of one file, numbered from 0 within it.
+
+    With `ignore_user`, the user messages whose text it matches are left out.
+    """
+    conversations = list(LogReader().read([path]))
+    if ignore_user is None:
+        return conversations
+    pattern = re.compile(ignore_user)
+    kept = []
+    for conversation in conversations:
+        keep = [
+            not (isinstance(m, HumanMessage) and pattern.search(m.text) is not None)
+            for m in conversation.messages
+        ]
+        kept.append(
+            replace(
+                conversation,
+                messages=[m for m, k in zip(conversation.messages, keep, strict=True) if k],
+                positions=tuple(p for p, k in zip(conversation.positions, keep, strict=True) if k),
+            )
+        )
+    return kept
+
+
+def replay_all(conversations: Iterable[Conversation], config: ReminderConfig) -> list[Replay]:
+    """Every conversation replayed under `config`."""
+    return [
+        Replay(conversation, list(replay(conversation.messages, config)))
+        for conversation in conversations
+    ]
+
+
+def sweep(replays: Sequence[Replay], thresholds: Sequence[int] = SWEEP) -> list[Sweep]:
+    """Firings at each threshold, from replays of one detector alone with all of them set.
+
+    With one detector in use and thresholds `(2, 3, 4, 5)`, a call fires exactly when its count
+    is one of them, and counting does not depend on what fired: so the firings with count `t`
+    are the ones a single threshold `t` would give, and one replay serves the whole sweep.
+    """
+    by_count: dict[int, list[Firing]] = {threshold: [] for threshold in thresholds}
+    for item in replays:
+        for firing in item.firings():
+            by_count.setdefault(firing.count, []).append(firing)
+    return [
+        Sweep(t, len(by_count[t]), len({f.conversation for f in by_count[t]})) for t in thresholds
+    ]
+
+
+TAU_BENCH_ERRORS = r"\AError: "
+"""τ-bench's tools report a failure as a result text starting `Error: `."""
+
+SHELL_ERRORS = r"\A<returncode>[1-9]\d*</returncode>\n<(?:output>\n(?!</output>)|warning>)"
+"""mini-swe-agent's shell: a non-zero return code with something said. An empty output with
+return code 1 is left out: that is `grep` finding nothing, an answer and not a failure, and
+every such answer has the same text, so different searches would look like one error."""
+
+ERROR_PATTERN = f"{TAU_BENCH_ERRORS}|{SHELL_ERRORS}"
+"""The evaluation's default `error_pattern`: either of the above."""
