@@ -1,13 +1,16 @@
-# Everything runs in .venv, created and filled from pyproject.toml on first use.
-# `make test-lowest` has a venv of its own, .venv-lowest, with the lowest versions it allows.
+# Everything runs in .venv, created and filled from pyproject.toml on first use: the project
+# alone for `make demo`, with its dev extra for everything else. `make test-lowest` has a venv
+# of its own, .venv-lowest, with the lowest versions the project allows.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+BASE := $(VENV)/.ready-base
 READY := $(VENV)/.ready
 LOWEST := .venv-lowest
 LOWEST_READY := $(LOWEST)/.ready
+CORPUS ?= ../shared/corpus/*.json*
 
-.PHONY: demo test test-lowest lint bench clean notebooks
+.PHONY: demo test test-lowest lint bench evaluate mutate clean notebooks
 
 # A venv belongs to the interpreter that built it. One whose python is not $(PYTHON)'s (another
 # version, another installation, or one that is gone) is out of date whatever its time stamps
@@ -15,7 +18,7 @@ LOWEST_READY := $(LOWEST)/.ready
 python_id = $(shell $(1) -c 'import sys; print(sys.version.split()[0], sys.base_prefix)' 2>/dev/null)
 WANT := $(call python_id,$(PYTHON))
 ifneq ($(call python_id,$(BIN)/python),$(WANT))
-.PHONY: $(READY)
+.PHONY: $(BASE) $(READY)
 CLEAR := --clear
 endif
 ifneq ($(call python_id,$(LOWEST)/bin/python),$(WANT))
@@ -24,10 +27,14 @@ endif
 
 NEED_PYTHON := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed; found " + sys.version.split()[0])
 
-$(READY): pyproject.toml
+$(BASE): pyproject.toml
 	@$(PYTHON) -c '$(NEED_PYTHON)'
 	$(PYTHON) -m venv $(CLEAR) $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	@touch $(BASE)
+
+$(READY): $(BASE)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(READY)
 
@@ -60,13 +67,15 @@ $(LOWEST_READY): pyproject.toml Makefile
 		--constraint $(LOWEST)/floors.txt -e '.[test]'
 	@touch $(LOWEST_READY)
 
-demo: $(READY)
+# The demo needs nothing beyond the project itself.
+demo: $(BASE)
 	$(BIN)/python -m repeat_reminder_langchain demo $(ARGS)
 
 lint: $(READY)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy evaluation
 
 test: lint
 	scripts/with-postgres $(BIN)/python -m pytest --cov --cov-report=term-missing
@@ -82,7 +91,11 @@ clean:
 	rm -rf $(VENV) $(LOWEST) .coverage .pytest_cache .mypy_cache .ruff_cache
 
 bench: $(READY)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks $(ARGS)
+
+# The detectors over real conversations: `make evaluate CORPUS="a.json b.jsonl" ARGS=...`.
+evaluate: $(READY)
+	$(BIN)/python -m evaluation $(CORPUS) $(ARGS)
 
 notebooks: $(READY)
 	REPEAT_REMINDER_SAVE_DOCS=1 $(BIN)/python notebooks/run.py

@@ -49,6 +49,7 @@ from pydantic import BaseModel
 __all__ = ["canonicalize", "digest"]
 
 _CIRCULAR = '"[Circular]"'
+_blake2b = hashlib.blake2b
 _ORJSON_OPTIONS = (
     orjson.OPT_SORT_KEYS
     | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -131,7 +132,7 @@ def _pure_text(value: object) -> str:
 
 def digest(text: str) -> str:
     """A short, stable fingerprint of a canonical text (128-bit BLAKE2b, hex)."""
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+    return _blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 def _render(root: object) -> str:

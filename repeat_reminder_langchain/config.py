@@ -331,6 +331,11 @@ class ReminderConfig(BaseModel):
         return hash((tuple(self.__dict__.values()), frozenset(self.model_fields_set)))
 
     @property
+    def rules_cache(self) -> dict[tuple[str, ToolPolicy | None], Rules | None]:
+        """The rules resolved so far, by tool and policy (see `rules`)."""
+        return self.__pydantic_private__["_rules"]  # type: ignore[index,no-any-return]
+
+    @property
     def compiled(self) -> Compiled:
         """What counting reads on every call, compiled once."""
         # One read of the private-attribute dict: pydantic's own lookup of a private

@@ -16,6 +16,8 @@ from .policy import ToolPolicy
 from .reminder import Escalation, tag_of
 from .streaks import Call, CallTrace, Streaks, Tally, count_turn
 
+_make = tuple.__new__
+
 __all__ = [
     "Turn",
     "continues",
@@ -99,8 +101,13 @@ def _turn_id(message: AIMessage, index: int) -> str:
     return f"#{index}:" + "\x1f".join(ids)
 
 
-def _turn(message: AIMessage, index: int, answers: Mapping[str, list[ToolMessage]]) -> Turn:
-    turn_id = _turn_id(message, index)
+def _turn(
+    message: AIMessage,
+    index: int,
+    answers: Mapping[str, list[ToolMessage]],
+    turn_id: str | None = None,
+) -> Turn:
+    turn_id = turn_id or _turn_id(message, index)
     tool_calls = message.tool_calls
     if len(tool_calls) == 1 and not message.invalid_tool_calls and tool_calls[0].get("id"):
         # Most turns make one call: answered by the latest result with its id.
@@ -108,8 +115,14 @@ def _turn(message: AIMessage, index: int, answers: Mapping[str, list[ToolMessage
         found = answers.get(tool_call["id"])  # type: ignore[arg-type]
         if not found:
             return Turn(turn_id, index, (), False)
-        call = Call(tool_call["id"], tool_call["name"], tool_call["args"], *_outcome(found[0]))  # type: ignore[arg-type]
-        return Turn(turn_id, index, (call,), True)
+        answer = found[0]
+        if answer.additional_kwargs and tag_of(answer) is not None:
+            result, error = None, True
+        else:
+            result, error = answer.content, answer.status == "error"
+        # Built with tuple.__new__: a named tuple's own constructor is Python code.
+        call = _make(Call, (tool_call["id"], tool_call["name"], tool_call["args"], result, error))
+        return _make(Turn, (turn_id, index, (call,), True))
     wanted: dict[str, int] = {}
     for tool_call in tool_calls:
         call_id = tool_call.get("id")
@@ -220,9 +233,10 @@ def tally_conversation(
         if message is not None and streaks.reminded and tag_of(message) is None:
             followups, streaks = (True,), streaks._replace(reminded=False)
         return Tally(streaks.reset() if spoke_after else streaks, followups=followups)
-    if _turn_id(message, index) == streaks.turn:
+    turn_id = message.id or _turn_id(message, index)
+    if turn_id == streaks.turn:
         return Tally(streaks.reset() if spoke_after else streaks)
-    turn = _turn(message, index, answers)
+    turn = _turn(message, index, answers, turn_id)
     if not turn.complete:
         return Tally(streaks.reset() if spoke_after else streaks, waiting=True)
     spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)

@@ -147,6 +147,9 @@ def report(
     `run_config` is the config of the run to send the events from (the current graph run's
     when None).
     """
+    if not tally.reminders and tally.escalation is None:
+        stats.add(tally, delivered=False)  # most turns: nothing to tell
+        return
     events, run_config = _record(tally, stats, config, run_config, delivery)
     for name, data in events:
         _write(name, data)

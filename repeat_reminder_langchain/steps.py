@@ -160,7 +160,9 @@ class StateStore:
 
     def write(self, state: Any, streaks: Streaks, **extra: Any) -> dict[str, Any]:
         """The state update that stores `streaks` (and `extra` fields) as this store's."""
-        data: dict[str, Any] = {**streaks.to_dict(), **extra} if extra else dict(streaks.to_dict())
+        data: dict[str, Any] = streaks.to_dict()  # type: ignore[assignment]
+        if extra:
+            data.update(extra)
         self._remember(data, streaks)
         return self.update(state, data)
 

@@ -312,7 +312,7 @@ def _count_repeats(
     The same rules as `_count_all` with only `repeat` in use and no escalation, in one loop:
     this runs for every model turn of every agent.
     """
-    rules_of, cap = config.rules, config.arguments_preview_chars
+    rules_of, cap, known_rules = config.rules, config.arguments_preview_chars, config.rules_cache
     policy_of = policies.get if policies else None
     tool, key, count, result, reminded = streaks[1:6]
     reminders: list[Reminder] = []
@@ -321,7 +321,8 @@ def _count_repeats(
     longest: tuple[str, int] | None = None
     for position, call in enumerate(calls):
         name = call.tool
-        rules = rules_of(name, policy_of(name) if policy_of else None)
+        policy = policy_of(name) if policy_of else None
+        rules = known_rules.get((name, policy)) or rules_of(name, policy)
         if rules is None:
             continue
         tracked += 1
@@ -341,7 +342,7 @@ def _count_repeats(
         tool, key = name, new_key
         if longest is None or count > longest[1]:
             longest = (name, count)
-        level = rules.level(count)
+        level = rules.level(count) if count >= rules.thresholds[0] else None
         reminded = False
         if level is not None:
             reminders.append(
