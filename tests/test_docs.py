@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from repeat_reminder_langchain import (
+    ConfigError,
     ReminderConfig,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
@@ -21,23 +22,38 @@ from repeat_reminder_langchain import (
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
+EXCERPT = "# Excerpt"  # how a block that does not run on its own says so, to the reader too
+
+
 def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
 
 
-def test_the_readme_quickstart_runs_and_prints_what_it_promises(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+def runnable_blocks() -> list[str]:
+    return [block for block in python_blocks() if not block.lstrip().startswith(EXCERPT)]
+
+
+def test_every_python_block_runs_or_says_it_is_an_excerpt() -> None:
+    blocks = python_blocks()
+    excerpts = [block for block in blocks if block.lstrip().startswith(EXCERPT)]
+    assert len(runnable_blocks()) >= 3, "the README lost its runnable examples"
+    for block in excerpts:  # an excerpt says what it needs, on its first line
+        first = block.lstrip().splitlines()[0]
+        assert first.startswith(f"{EXCERPT}: ") and len(first) > len(EXCERPT) + 10, first
+
+
+@pytest.mark.parametrize("index", range(len(runnable_blocks())))
+def test_each_runnable_block_runs_and_prints_what_it_promises(
+    index: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    blocks = [b for b in python_blocks() if "graph.invoke(" in b]
-    assert blocks, "the README lost its quickstart"
-    for block in blocks:
-        script = tmp_path / "quickstart.py"
-        script.write_text(block, encoding="utf-8")
-        runpy.run_path(str(script), run_name="__main__")
-        promised = [line.removeprefix("# ") for line in block.splitlines() if line.startswith("# ")]
-        printed = capsys.readouterr().out.splitlines()
-        assert printed == promised[-len(printed) :]
-        assert printed
+    block = runnable_blocks()[index]
+    script = tmp_path / f"readme_{index}.py"
+    script.write_text(block, encoding="utf-8")
+    runpy.run_path(str(script), run_name="__main__")
+    promised = [line.removeprefix("# ") for line in block.splitlines() if line.startswith("# ")]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed, "a runnable example shows what it does"
+    assert printed == promised[-len(printed) :]
 
 
 def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
@@ -48,64 +64,98 @@ def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
         check=True,
         timeout=120,
     )
-    assert "REMINDER   [gentle · job_status × 3]" in result.stdout
-    assert "With the guard:  6 tool calls · 2 reminders (1 gentle, 1 detailed)" in result.stdout
+    shown = re.search(r"```text\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    assert shown is not None, "the README lost the demo's transcript"
+    lines = [line for line in shown[1].splitlines() if line.strip() != "..."]
+    assert len(lines) > 10
+    printed = result.stdout.splitlines()
+    assert [line for line in lines if line not in printed] == []  # the README shows what it prints
 
 
 CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = [
-    (lambda: ReminderConfig(thresholds=[]), ValueError, "thresholds must not be empty"),
+    (lambda: ReminderConfig(thresholds=[]), ConfigError, "thresholds: must not be empty"),
     (
         lambda: ReminderConfig(thresholds=[1, 3]),
-        ValueError,
+        ConfigError,
         "thresholds: invalid threshold 1 — every threshold must be an integer >= 2",
     ),
     (
         lambda: ReminderConfig(thresholds=[3, 3]),
-        ValueError,
-        "thresholds must not contain duplicates, got [3, 3]",
+        ConfigError,
+        "thresholds: must not contain duplicates, got [3, 3]",
     ),
     (
         lambda: ReminderConfig(thresholds="3,5"),
-        ValueError,
-        "thresholds must be a list of integers, got '3,5'",
+        ConfigError,
+        "thresholds: must be a list of integers, got '3,5'",
     ),
     (
         lambda: ReminderConfig(repeat_every=0),
-        ValueError,
-        "invalid repeat_every 0 — must be an integer >= 1, or None",
+        ConfigError,
+        "repeat_every: must be an integer >= 1, or None, got 0",
     ),
     (
         lambda: ReminderConfig(ignore_arguments=["description"]),
-        ValueError,
-        "must map tool-name patterns to lists of argument patterns",
+        ConfigError,
+        "ignore_arguments: must map tool-name patterns to lists of argument patterns",
     ),
-    (lambda: ReminderConfig(mode="quiet"), ValueError, "Input should be 'remind' or 'observe'"),
+    (
+        lambda: ReminderConfig(ignore_arguments={"run": ["options."]}),
+        ConfigError,
+        "ignore_arguments: invalid argument pattern 'options.' — every dotted segment must be "
+        "non-empty",
+    ),
     (
         lambda: ReminderConfig(include="grep"),
-        ValueError,
-        "must be a list of tool-name patterns, got 'grep'",
+        ConfigError,
+        "include: must be a list of tool-name patterns, got 'grep'",
     ),
     (
         lambda: ReminderConfig(exclude=["grep", 3]),
-        ValueError,
-        "every pattern must be a non-empty string, got 3",
+        ConfigError,
+        "exclude: every pattern must be a non-empty string, got 3",
     ),
     (
         lambda: ReminderConfig(arguments_preview_chars=0),
-        ValueError,
-        "invalid arguments_preview_chars 0 — must be an integer >= 1",
+        ConfigError,
+        "arguments_preview_chars: must be an integer >= 1, got 0",
     ),
     (
         lambda: ReminderConfig(message_type="assistant"),
-        ValueError,
-        "Input should be 'system' or 'human'",
+        ConfigError,
+        "message_type: Input should be 'system' or 'human'",
+    ),
+    (
+        lambda: ReminderConfig(mode="quiet"),
+        ConfigError,
+        "mode: Input should be 'remind' or 'observe'",
+    ),
+    (
+        lambda: ReminderConfig(detect=["stal"]),
+        ConfigError,
+        "detect: unknown detector 'stal'; did you mean 'stale'?",
+    ),
+    (
+        lambda: ReminderConfig(error_pattern="("),
+        ConfigError,
+        "error_pattern: invalid regular expression '('",
+    ),
+    (
+        lambda: ReminderConfig(escalate_after=8),
+        ConfigError,
+        "escalate_after: must be greater than every threshold of the repeat detector (the last "
+        "is 8), got 8",
+    ),
+    (
+        lambda: ReminderConfig(exit_behavior="error"),
+        ConfigError,
+        "exit_behavior: applies only with escalate_after set",
     ),
     (
         lambda: RepeatToolReminderMiddleware(treshold=[3]),
         TypeError,
         "unknown ReminderConfig field 'treshold'; did you mean 'thresholds'?",
     ),
-    (lambda: ReminderConfig(treshold=[3]), ValueError, "Extra inputs are not permitted"),
     (
         lambda: RepeatToolReminderCallbackHandler(ReminderConfig(), thresholds=[2]),
         TypeError,
@@ -126,6 +176,12 @@ CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = 
         TypeError,
         "RepeatToolReminderNode takes a RepeatToolReminderCallbackHandler or none, got "
         "ReminderConfig",
+    ),
+    (
+        lambda: RepeatToolReminderNode(escalate_after=9, exit_behavior="block"),
+        TypeError,
+        'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees a call '
+        "before it runs",
     ),
 ]
 
