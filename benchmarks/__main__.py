@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 
-from . import canonicalization, memory, overhead, scaling
+from . import audit, canonicalization, hooks, memory, overhead, scaling
 from .fixtures import hooks_of
 from .measure import Row
 from .report import load, machine, table, write_json
@@ -22,9 +22,11 @@ def _sections(quick: bool) -> dict[str, Callable[[], list[Row]]]:
     rounds = 5 if quick else 21
     return {
         "overhead": lambda: overhead.run(rounds),
+        "hooks": lambda: hooks.run(3 if quick else 15),
         "step": lambda: scaling.run(rounds),
         "canonicalize": lambda: canonicalization.run(rounds),
         "memory": (lambda: memory.run(100, 1_000)) if quick else memory.run,
+        "audit": audit.run,
     }
 
 
@@ -37,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["overhead", "step", "canonicalize", "memory"],
+        choices=["overhead", "hooks", "step", "canonicalize", "memory", "audit"],
         help="run only this section (repeatable)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON")

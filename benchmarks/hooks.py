@@ -52,6 +52,7 @@ EVERY_DETECTOR: dict[str, Any] = {
 }
 TARGETS = {"guard": 4.0, "guard, progress=result": 4.0, "guard, every detector": 6.0}
 FLAT = 1.05
+NODE_TARGET = 4.0
 
 GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(thread_limit=10**9),
@@ -324,6 +325,7 @@ def _state_turn(node: Callable[..., Any]) -> Callable[..., Any]:
 
 def _node_rows(rounds: int) -> list[Row]:
     rows: list[Row] = []
+    per_turn: dict[tuple[str, int], float] = {}
     for size in (SHORT, LONG):
         turns = _graph_turns(size)
         handler = RepeatToolReminderCallbackHandler()
@@ -344,7 +346,12 @@ def _node_rows(rounds: int) -> list[Row]:
             added = [(guard - bare) / TURNS * 1e6 for guard, bare in pairs]
             label = f"{name}: per turn over {baseline}, {size:,} msgs"
             label += f" (min {min(added):.2f}, max {max(added):.2f})"
-            rows.append(Row(f"hooks.{_key(name)}.{size}", label, _median(added), "us"))
+            per_turn[(name, size)] = _median(added)
+            rows.append(Row(f"hooks.{_key(name)}.{size}", label, _median(added), "us", NODE_TARGET))
+    for name in ("handler + node", "state-kept node"):
+        short, long = per_turn[(name, SHORT)], per_turn[(name, LONG)]
+        label = f"{name}: per turn, {LONG:,} / {SHORT} msgs"
+        rows.append(Row(f"hooks.{_key(name)}.flat", label, long / short, "ratio", FLAT))
     return rows
 
 

@@ -16,7 +16,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain.messages import STATE_KEY
+from repeat_reminder_langchain.reminder import SOURCE
 
 from .fixtures import agent_graph, ask, middleware_agent, script
 from .measure import Row
@@ -120,7 +120,8 @@ def checkpointed_state() -> int:
     config: Any = {"configurable": {"thread_id": "memory"}}
     agent.invoke(ask(), config=config)
     stored = saver.get_tuple(config)
-    state = stored.checkpoint["channel_values"].get(STATE_KEY, {}) if stored else {}
+    field = stored.checkpoint["channel_values"].get(SOURCE, {}) if stored else {}
+    state = field.get("RepeatToolReminderMiddleware", {})
     if state.get("count") != 3:
         raise AssertionError(f"the middleware did not count the calls: {state}")
     _, data = saver.serde.dumps_typed(state)

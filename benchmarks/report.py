@@ -48,6 +48,12 @@ def _figure(value: float, unit: str) -> str:
         return f"{value:.3f}×"
     if unit == "bytes":
         return f"{value:,.0f} B"
+    if unit == "mb/s":
+        return f"{value:,.1f} MB/s"
+    if unit == "mb/mb":
+        return f"{value:,.2f} MB per MB"
+    if unit == "mb":
+        return f"{value:,.0f} MB"
     return f"{value:,.1f} µs"
 
 

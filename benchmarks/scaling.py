@@ -1,25 +1,18 @@
-"""O(1) per step: the guard's counting at a long history against a short one.
+"""What a linear guard costs, for comparison, and what rendering for providers costs.
 
-A step is what the guard does for one finished tool turn: the handler counts it in the node
-(`take_reminders`) and looks again when the model is called (`on_chat_model_start`); the
-middleware counts it in `before_model`. Each is timed on a conversation of `LONG` messages and
-of `SHORT` messages, where only the last turn is new, as in a real run. Beside them, a guard
-that rescans the whole history at each model call shows what a linear step costs.
+A guard that rescans the whole history at each model call, timed on a conversation of `LONG`
+messages and of `SHORT` messages (the guard's own hooks are timed in `hooks`); and
+`prepare_messages` over a long conversation beside a provider's own request building.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from langchain_core.callbacks import CallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from repeat_reminder_langchain import (
-    RepeatToolReminderCallbackHandler,
-    RepeatToolReminderMiddleware,
     prepare_messages,
 )
 
@@ -58,45 +51,6 @@ class RescanGuard:
 Step = Callable[[list[BaseMessage]], object]
 
 
-def _handler_step() -> Step:
-    """One step of the handler, placed in a run tree as a graph run places it."""
-    handler = RepeatToolReminderCallbackHandler()
-    root, agent_run, node_run = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    handler.on_chain_start(None, {}, run_id=root, parent_run_id=None, metadata={})
-    for run_id, node in ((agent_run, "agent"), (node_run, "repeat_reminder")):
-        metadata = {"langgraph_checkpoint_ns": f"{node}:{uuid.uuid4()}"}
-        handler.on_chain_start(None, {}, run_id=run_id, parent_run_id=root, metadata=metadata)
-    node_config: Any = {
-        "callbacks": CallbackManager(handlers=[handler], parent_run_id=node_run),
-        "metadata": {"langgraph_checkpoint_ns": f"repeat_reminder:{uuid.uuid4()}"},
-    }
-    model_metadata = {"langgraph_checkpoint_ns": f"agent:{uuid.uuid4()}"}
-    model_run = uuid.uuid4()
-
-    def step(messages: list[BaseMessage]) -> object:
-        handler.take_reminders(messages, node_config)
-        handler.on_chat_model_start(
-            {}, [messages], run_id=model_run, parent_run_id=agent_run, metadata=model_metadata
-        )
-        return None
-
-    return step
-
-
-def _middleware_step() -> Step:
-    """One `before_model` of the middleware, its chain carried over as graph state carries it."""
-    middleware = RepeatToolReminderMiddleware()
-    kept: dict[str, Any] = {}
-
-    def step(messages: list[BaseMessage]) -> object:
-        update = middleware.before_model({"messages": messages, **kept}, None)  # type: ignore[arg-type]
-        if update and "repeat_tool_reminder" in update:
-            kept["repeat_tool_reminder"] = update["repeat_tool_reminder"]
-        return None
-
-    return step
-
-
 def _rescan_step() -> Step:
     guard = RescanGuard()
     return guard.streak
@@ -119,8 +73,6 @@ def run(rounds: int) -> list[Row]:
     """Each guard's step at `LONG` messages over its step at `SHORT`; the rendering pass."""
     rows: list[Row] = []
     guards = {
-        "handler": ("handler: node + model-start count", _handler_step, STEPS, TARGET),
-        "middleware": ("middleware: before_model count", _middleware_step, STEPS, TARGET),
         "rescan": ("rescan at every model call (simple guard)", _rescan_step, STEPS // 10, None),
     }
     for name, (label, make, steps, target) in guards.items():

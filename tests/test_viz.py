@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,11 @@ def test_the_html_transcript_shows_the_guards_last_word() -> None:
 
     messages = run_demo(Handler(escalate_after=9), heeds=False)
     assert "background:#ead7f3" in transcript_html(messages)
+
+
+def test_plotting_without_matplotlib_says_which_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r'pip install "repeat-reminder-langchain\[notebooks\]"'):
+        plot_timeline({"run": []})

@@ -107,9 +107,15 @@ def plot_steps(
     Returns:
         The matplotlib figure.
     """
-    from matplotlib import pyplot
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    try:
+        from matplotlib import pyplot
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+    except ImportError:
+        raise ImportError(
+            "plotting a timeline needs matplotlib: "
+            'pip install "repeat-reminder-langchain[notebooks]"'
+        ) from None
 
     rows = max((len(found) for found in timelines.values()), default=0)
     figure, axes = pyplot.subplots(
