@@ -24,6 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
@@ -388,3 +389,33 @@ async def test_custom_graph_with_the_count_kept_in_state(
 
     check_run(server, api, state, mode=mode, system_prompt=True)
     assert "repeat_tool_reminder" in state
+
+
+# -- after the guard ended a run -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", list(CLIENTS))
+def test_a_thread_the_guard_ended_goes_on_with_valid_requests(
+    server: ProviderServer, api: str
+) -> None:
+    # The guard stops the loop at 6 with its final message; the user then asks again on the
+    # thread. Every provider must accept the conversation as the guard left it.
+    guard = RepeatToolReminderMiddleware(thresholds=[3, 5], escalate_after=6, exit_behavior="end")
+    agent = create_agent(
+        CLIENTS[api](server),
+        tools=[probe],
+        middleware=[guard],
+        system_prompt=PROMPT,
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": f"ended-{api}"}}
+    first = agent.invoke(ask(), config)["messages"]
+    server.play(Script(turns=0, answer="Understood."), when="What happened?")
+    second = agent.invoke({"messages": [HumanMessage("What happened?")]}, config)["messages"]
+
+    assert server.rejected() == []
+    assert_adjacent(second)
+    ended = first[-1]
+    assert ended.additional_kwargs["repeat_tool_reminder"]["level"] == "escalated"
+    assert sum(len(getattr(m, "tool_calls", ())) for m in first) == 6
+    assert second[-1].text == "Understood."
