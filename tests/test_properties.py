@@ -17,7 +17,7 @@ from repeat_reminder_langchain import ReminderConfig, canonicalize
 from repeat_reminder_langchain.canonical import _orjson_text, _pure_text
 from repeat_reminder_langchain.conversation import tally_conversation
 from repeat_reminder_langchain.messages import reminder_message
-from repeat_reminder_langchain.streaks import Streaks
+from repeat_reminder_langchain.streaks import Call, Streaks, count_turn
 
 # Text with every code point, lone surrogates included: they must survive as escapes.
 TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
@@ -237,3 +237,30 @@ class StreaksMachine(RuleBasedStateMachine):
 
 TestStreaksMachine = StreaksMachine.TestCase
 TestStreaksMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+
+
+# -- the default rule's own loop against the loop of every detector ---------------------------
+
+ARGS = st.sampled_from([{"q": 1}, {"q": 1.0}, {"q": 2}, {"q": [1, {"b": 2, "a": 1}]}])
+OUTCOMES = st.sampled_from([None, "same", "other", ("boom", True)])
+TOOLS = st.sampled_from(["probe", "other", "todo_write"])
+TURN = st.lists(st.tuples(TOOLS, ARGS, OUTCOMES), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TURN, max_size=8), st.sampled_from(["none", "result"]))
+def test_the_default_rules_fast_loop_counts_as_the_general_one(
+    turns: list[list[tuple[str, Any, Any]]], progress: str
+) -> None:
+    config = ReminderConfig(thresholds=[2, 3], exclude=["todo_write"], progress=progress)  # type: ignore[arg-type]
+    fast = general = Streaks()
+    for number, specs in enumerate(turns):
+        calls = [
+            Call(f"c{i}", tool, args, *(outcome if isinstance(outcome, tuple) else (outcome,)))
+            for i, (tool, args, outcome) in enumerate(specs)
+        ]
+        quick = count_turn(fast, f"t{number}", calls, config)
+        # Asking for a trace takes the general loop.
+        slow = count_turn(general, f"t{number}", calls, config, trace=[])
+        assert quick == slow
+        fast, general = quick.streaks, slow.streaks
