@@ -5,10 +5,15 @@ Usage: python notebooks/run.py [NOTEBOOK ...]   (every notebooks/*.ipynb when no
 Each notebook runs top to bottom in a fresh "python3" kernel whose working directory is
 `notebooks/`, and is written back with its outputs. `make notebooks` runs this with
 `REPEAT_REMINDER_SAVE_DOCS=1`, so that the quickstart also saves `docs/timeline.png`.
+
+The kernels run without the providers' API keys (`API_KEYS` are removed from their
+environment), so that the stored outputs are the offline ones, the same on every run: the cells
+that call a real model print that they were skipped.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,6 +24,8 @@ from nbclient import NotebookClient
 HERE = Path(__file__).resolve().parent
 CELL_TIMEOUT = 120
 """Seconds one cell may run before the notebook fails."""
+API_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+"""The keys the notebooks' real-model cells look for; never passed to the kernels here."""
 
 
 def execute(path: Path, cwd: Path | None = None) -> nbformat.NotebookNode:
@@ -70,6 +77,8 @@ def merge_streams(outputs: list[nbformat.NotebookNode]) -> list[nbformat.Noteboo
 
 def main(names: list[str]) -> None:
     """Execute the named notebooks (all of them when none) and write each back in place."""
+    for variable in API_KEYS:
+        os.environ.pop(variable, None)  # the kernels inherit this process's environment
     paths = [Path(name).resolve() for name in names] or sorted(HERE.glob("*.ipynb"))
     for path in paths:
         started = time.perf_counter()

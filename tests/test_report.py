@@ -41,6 +41,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_report_holds_the_tables_and_each_flagged_conversation(page: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the timelines are drawn with the notebooks extra")
     text = page.read_text(encoding="utf-8")
 
     assert text.startswith("<!DOCTYPE html>")
@@ -212,6 +213,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
 def test_the_report_renders_in_chromium_without_errors(
     browser: Browser, page: Path, tmp_path: Path
 ) -> None:
+    pytest.importorskip("matplotlib", reason="the timelines are drawn with the notebooks extra")
     url = page.as_uri()
     session = browser.open(url)
 
