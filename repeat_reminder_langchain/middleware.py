@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware.types import (
@@ -17,7 +17,7 @@ from langchain.agents.middleware.types import (
     ToolCallRequest,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -222,22 +222,14 @@ class RepeatToolReminderMiddleware(
         self, state: Any, tally: Tally, before: Streaks, stored: Mapping[str, Any]
     ) -> dict[str, Any] | None:
         try:
-            system = bool(stored.get("system"))
             if not tally.reminders and tally.escalation is None:
                 # Most turns: nothing to add, only the streaks to keep.
                 if tally.streaks == before:
                     return None
-                return (
-                    self._store.write(state, tally.streaks, system=True)
-                    if system
-                    else (self._store.write(state, tally.streaks))
-                )
+                return self._keep(state, tally.streaks, stored, [])
             thread = thread_of(current_run_config()) if tally.escalation is not None else None
             action = act(tally, self.config, self._message_type(), thread)
-            system = system or any(m.type == "system" for m in action.messages)
-            update = self._store.write(
-                state, action.streaks, **({"system": True} if system else {})
-            )
+            update = self._keep(state, action.streaks, stored, action.messages)
             if action.messages:
                 update["messages"] = action.messages
             if action.end:
@@ -248,6 +240,22 @@ class RepeatToolReminderMiddleware(
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
         return update
+
+    def _keep(
+        self,
+        state: Any,
+        streaks: Streaks,
+        stored: Mapping[str, Any],
+        messages: Sequence[BaseMessage],
+    ) -> dict[str, Any]:
+        """The state update that keeps `streaks`.
+
+        It notes whether system reminders are stored: the next model call may have to send
+        them as user turns.
+        """
+        if stored.get("system") or any(m.type == "system" for m in messages):
+            return self._store.write(state, streaks, system=True)
+        return self._store.write(state, streaks)
 
     def _message_type(self) -> Literal["system", "human"]:
         if self.config.message_type == "system" and self._keeps_system is False:
