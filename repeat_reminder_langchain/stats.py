@@ -25,7 +25,8 @@ class StatsSnapshot(TypedDict):
             `{"repeat": {"delivered": 3, "undelivered": 0}}`.
         escalations: Loops the guard stopped (or, in observe mode, would have), by tool and
             detector.
-        longest_streak: The longest run of identical calls seen, as `[tool, length]`.
+        longest_streak: The longest run of identical calls seen, as `[tool, length]`; None
+            before any call is repeated.
         followed: Reminders the model saw that it then followed up: with another tracked
             call, or by answering without one.
         recovered: Of those, how many times it changed course: a different call, or an answer.
@@ -74,7 +75,11 @@ class Stats:
         with self._lock:
             self._calls += tally.calls
             longest = tally.longest
-            if longest and (self._longest is None or longest[1] > self._longest[1]):
+            if (
+                longest
+                and longest[1] > 1
+                and (self._longest is None or longest[1] > self._longest[1])
+            ):
                 self._longest = longest
             if not (tally.reminders or tally.escalation or tally.followups):
                 return  # most turns

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from repeat_reminder_langchain import RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
 from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
-from repeat_reminder_langchain.streaks import Streaks, Tally
+from repeat_reminder_langchain.streaks import Call, Streaks, Tally, count_turn
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 from .conftest import Guarded
@@ -91,3 +91,11 @@ def test_escalations_are_counted_by_tool_and_detector_and_the_longest_streak_kep
     snapshot = stats.snapshot()
     assert snapshot["escalations"] == {"grep": {"repeat": 1}}
     assert snapshot["longest_streak"] == ["grep", 9]
+
+
+def test_no_longest_streak_before_a_call_is_repeated() -> None:
+    stats = Stats()
+    stats.add(
+        count_turn(Streaks(), "t", [Call("a", "grep", {"q": 1})], ReminderConfig()), delivered=True
+    )
+    assert stats.snapshot()["longest_streak"] is None
