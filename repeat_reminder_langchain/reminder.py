@@ -159,16 +159,7 @@ class Reminder:
 
     def tag(self) -> ReminderTag:
         """What marks a message as this reminder."""
-        return {
-            "kind": "plugin",
-            "plugin": "repeat-tool-reminder",
-            "form": "notice",
-            "summary": self.summary,
-            "tool": self.tool,
-            "count": self.count,
-            "level": self.level,
-            "detector": self.detector,
-        }
+        return _tag(self.tool, self.count, self.level, self.detector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,16 +197,20 @@ class Escalation:
 
     def tag(self) -> ReminderTag:
         """What marks the guard's final message of a run it ended."""
-        return {
-            "kind": "plugin",
-            "plugin": "repeat-tool-reminder",
-            "form": "notice",
-            "summary": self.summary,
-            "tool": self.tool,
-            "count": self.count,
-            "level": "escalated",
-            "detector": self.detector,
-        }
+        return _tag(self.tool, self.count, "escalated", self.detector)
+
+
+def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
+    return {
+        "kind": "plugin",
+        "plugin": "repeat-tool-reminder",
+        "form": "notice",
+        "summary": f"{tool} \u00d7 {count}",
+        "tool": tool,
+        "count": count,
+        "level": level,
+        "detector": detector,
+    }
 
 
 def preview(text: str, limit: int) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
@@ -27,11 +27,10 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
-    prepare_messages,
 )
 from repeat_reminder_langchain.stats import Stats
 
-from .helpers import assert_adjacent, other, probe
+from .helpers import assert_adjacent, model_node, other, probe
 
 FACES = ("handler", "state", "middleware")
 _threads = itertools.count(1)
@@ -134,19 +133,13 @@ def build(
     else:
         node = RepeatToolReminderNode(tools=list(tools), **fields)
 
-    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [model.invoke(prepare_messages(state["messages"], model))]}
-
-    async def aagent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await model.ainvoke(prepare_messages(state["messages"], model))]}
-
     if face == "state":
         builder = StateGraph(
             RepeatToolReminderState, input_schema=MessagesState, output_schema=MessagesState
         )
     else:
         builder = StateGraph(MessagesState)
-    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("agent", model_node(model, prepared=True))
     builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
     builder.add_node("repeat_reminder", node)
     builder.add_edge(START, "agent")

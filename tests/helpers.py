@@ -28,6 +28,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
     is_reminder,
+    prepare_messages,
 )
 from repeat_reminder_langchain.streaks import Streaks
 
@@ -128,6 +129,21 @@ def other(q: str = "") -> str:
     return f"other {q}"
 
 
+def model_node(model: Any, *, prepared: bool = False) -> RunnableLambda[Any, Any]:
+    """A graph node asking `model`, sync and async; `prepared` sends `prepare_messages`."""
+
+    def messages(state: Any) -> Any:
+        return prepare_messages(state["messages"], model) if prepared else state["messages"]
+
+    def agent(state: Any) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke(messages(state))]}
+
+    async def aagent(state: Any) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await model.ainvoke(messages(state))]}
+
+    return RunnableLambda(agent, afunc=aagent)
+
+
 def agent_graph(
     model: Any,
     tools: Sequence[BaseTool | Callable[..., Any]],
@@ -137,15 +153,8 @@ def agent_graph(
     checkpointer: Any = None,
 ) -> Any:
     """The custom agent of the README: model → tools → reminder node → model."""
-
-    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    async def aagent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
     builder = StateGraph(MessagesState)
-    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("agent", model_node(model))
     builder.add_node("tools", tool_node or ToolNode(tools, handle_tool_errors=True))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)

@@ -36,6 +36,7 @@ from .helpers import (
     assert_adjacent,
     call,
     final_messages,
+    model_node,
     probe,
     reminders,
     repeat,
@@ -326,14 +327,8 @@ def wired(model: Any, guard: Handler, wiring: str) -> Any:
     if wiring == "create_agent":
         return create_agent(model, tools=[probe])
 
-    def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    async def aagent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await model.ainvoke(state["messages"])]}
-
     builder = StateGraph(MessagesState)
-    builder.add_node("agent", RunnableLambda(agent, afunc=aagent))
+    builder.add_node("agent", model_node(model))
     builder.add_node("tools", ToolNode([probe], handle_tool_errors=True))
     builder.add_node("repeat_reminder", RepeatToolReminderNode(guard))
     builder.add_edge(START, "agent")
