@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -41,6 +42,20 @@ _threads = itertools.count(1)
 # environment (`.[dev]`), and a module skipped at import fails instead: a broken install must not
 # pass for a green run.
 PEERS_OPTIONAL = os.environ.get("REPEAT_REMINDER_PEERS") == "optional"
+
+
+# The mutation run (`make mutate`, `--hypothesis-profile=mutation` in pyproject.toml) needs the
+# same examples every time: a mutant is killed or survives by what the tests do, not by which
+# examples a random seed drew. No example database either, for the same reason, no deadline and
+# no health check: a mutant's trampolines make every call slower, and a test failing for that
+# would count a mutant as killed that nothing caught.
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.hookimpl(wrapper=True)
