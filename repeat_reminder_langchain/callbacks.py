@@ -27,13 +27,13 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
+from ._conversation import continues, tally_conversation
+from ._streaks import Streaks, Tally
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .conversation import continues, tally_conversation
 from .events import report
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME
 from .stats import Stats
-from .streaks import Streaks, Tally
 
 __all__ = ["RepeatToolReminderCallbackHandler"]
 

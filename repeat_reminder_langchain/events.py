@@ -17,10 +17,10 @@ from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_eve
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
 
+from ._streaks import Tally
 from .config import ReminderConfig
 from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
 from .stats import Stats
-from .streaks import Tally
 
 __all__ = [
     "ESCALATION_EVENT",

@@ -12,16 +12,16 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import MessagesState
 from typing_extensions import Unpack
 
+from ._conversation import read_messages, read_state, tally_conversation
+from ._steps import Action, Asked, StateStore, act
+from ._streaks import Streaks, Tally
 from .callbacks import AgentKey, RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .conversation import read_messages, read_state, tally_conversation
 from .escalation import RepeatToolLoopError
 from .events import report, thread_of
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, tag_of
 from .stats import Stats
-from .steps import Action, Asked, StateStore, act
-from .streaks import Streaks, Tally
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 

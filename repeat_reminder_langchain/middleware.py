@@ -24,16 +24,16 @@ from langgraph.types import Command
 from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
+from ._conversation import predict_escalation, tally_conversation
+from ._steps import Asked, StateStore, act
+from ._streaks import Streaks, Tally
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .conversation import predict_escalation, tally_conversation
 from .escalation import RepeatToolLoopError
 from .events import areport, current_run_config, report, thread_of
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, is_reminder
 from .stats import Stats
-from .steps import Asked, StateStore, act
-from .streaks import Streaks, Tally
 
 __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TypedDict
 
-from .streaks import Tally
+from ._streaks import Tally
 
 __all__ = ["Stats", "StatsSnapshot"]
 

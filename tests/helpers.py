@@ -30,7 +30,7 @@ from repeat_reminder_langchain import (
     is_reminder,
     prepare_messages,
 )
-from repeat_reminder_langchain.streaks import Streaks
+from repeat_reminder_langchain._streaks import Streaks
 
 _ids = itertools.count(1)
 

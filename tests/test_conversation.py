@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from repeat_reminder_langchain import Reminder, ReminderConfig
-from repeat_reminder_langchain.conversation import (
+from repeat_reminder_langchain._conversation import (
     is_user_message,
     latest_turn,
     predict_escalation,
@@ -15,9 +15,9 @@ from repeat_reminder_langchain.conversation import (
     read_state,
     tally_conversation,
 )
+from repeat_reminder_langchain._streaks import Streaks
 from repeat_reminder_langchain.messages import escalation_message, reminder_message
 from repeat_reminder_langchain.reminder import Escalation
-from repeat_reminder_langchain.streaks import Streaks
 
 from .helpers import call, turn
 

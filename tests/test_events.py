@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import repeat_reminder_langchain.middleware as middleware_module
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
+from repeat_reminder_langchain._streaks import Streaks, Tally
 from repeat_reminder_langchain.events import (
     areport,
     escalation_event,
@@ -23,7 +24,6 @@ from repeat_reminder_langchain.events import (
 )
 from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
-from repeat_reminder_langchain.streaks import Streaks, Tally
 
 from .conftest import Guarded
 from .helpers import ask, assert_adjacent, call, final_messages, reminders, repeat, scripted, turn

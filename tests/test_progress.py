@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from repeat_reminder_langchain.streaks import Streaks
+from repeat_reminder_langchain._streaks import Streaks
 
 from .conftest import Guarded
 from .helpers import ask, kept_streaks, reminders, repeat, scripted

@@ -14,10 +14,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
+from repeat_reminder_langchain._conversation import tally_conversation
+from repeat_reminder_langchain._streaks import Call, Streaks, count_turn
 from repeat_reminder_langchain.canonical import _orjson_text, _pure_text
-from repeat_reminder_langchain.conversation import tally_conversation
 from repeat_reminder_langchain.messages import reminder_message
-from repeat_reminder_langchain.streaks import Call, Streaks, count_turn
 
 # Text with every code point, lone surrogates included: they must survive as escapes.
 TEXT = st.text(st.characters(exclude_categories=()), max_size=8)

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain._streaks import Call, Streaks, Tally, count_turn
 from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
-from repeat_reminder_langchain.streaks import Call, Streaks, Tally, count_turn
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 from .conftest import Guarded

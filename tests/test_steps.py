@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._steps import Asked, StateStore
+from repeat_reminder_langchain._streaks import Streaks, Tally
 from repeat_reminder_langchain.escalation import interrupt_request, read_answer
 from repeat_reminder_langchain.reminder import Escalation
-from repeat_reminder_langchain.steps import Asked, StateStore
-from repeat_reminder_langchain.streaks import Streaks, Tally
 
 ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
 

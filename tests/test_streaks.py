@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.stats import Stats
-from repeat_reminder_langchain.streaks import (
+from repeat_reminder_langchain._streaks import (
     STALE_MEMORY,
     Call,
     CallTrace,
@@ -16,6 +15,7 @@ from repeat_reminder_langchain.streaks import (
     count_turn,
     result_text,
 )
+from repeat_reminder_langchain.stats import Stats
 
 CONFIG = ReminderConfig(thresholds=[2, 4])
 

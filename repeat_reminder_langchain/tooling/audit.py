@@ -24,10 +24,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .._streaks import result_text
 from ..config import BOOKKEEPING_TOOLS, ReminderConfig
 from ..policy import ToolPolicy
 from ..reminder import preview
-from ..streaks import result_text
 from .logs import Conversation
 from .transcript import replay
 

@@ -8,12 +8,12 @@ from typing import Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from .._conversation import latest_turn, tally_conversation
+from .._streaks import Call, CallTrace, Streaks
 from ..canonical import canonicalize
 from ..config import ReminderConfig
-from ..conversation import latest_turn, tally_conversation
 from ..policy import ToolPolicy
 from ..reminder import SOURCE, is_reminder, tag_of
-from ..streaks import Call, CallTrace, Streaks
 
 __all__ = [
     "Replayed",

@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ._streaks import Call, CallTrace, Streaks, Tally, count_turn
 from .config import ReminderConfig
 from .policy import ToolPolicy
 from .reminder import Escalation, tag_of
-from .streaks import Call, CallTrace, Streaks, Tally, count_turn
 
 _make = tuple.__new__
 

@@ -15,11 +15,11 @@ from typing import Any, Literal, NamedTuple
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.types import interrupt
 
+from ._streaks import Streaks, Tally
 from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
 from .messages import escalation_message, reminder_messages
 from .reminder import LOGGER_NAME
-from .streaks import Streaks, Tally
 
 __all__ = ["Action", "Asked", "StateStore", "act"]
 
