@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 import runpy
 import subprocess
@@ -54,6 +56,32 @@ def test_each_runnable_block_runs_and_prints_what_it_promises(
     printed = capsys.readouterr().out.splitlines()
     assert printed, "a runnable example shows what it does"
     assert printed == promised[-len(printed) :]
+
+
+SERVER_EXAMPLE = README.parent / "examples" / "langgraph_server"
+
+
+def test_the_server_wiring_shown_is_the_one_the_server_test_serves() -> None:
+    text = README.read_text(encoding="utf-8")
+    shown = re.findall(r"```json\n(.*?)```", text, re.DOTALL)
+    served = (SERVER_EXAMPLE / "langgraph.json").read_text(encoding="utf-8")
+    assert json.loads(served) in [json.loads(block) for block in shown]
+    source = (SERVER_EXAMPLE / "agents.py").read_text(encoding="utf-8")
+    (excerpt,) = [b for b in python_blocks() if "examples/langgraph_server/agents.py" in b]
+    # What the excerpt imports, the example imports; every other statement is the example's own.
+    assert _imports(excerpt) <= _imports(source)
+    for node in ast.parse(excerpt).body:
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            assert ast.get_source_segment(excerpt, node) in source, ast.dump(node)[:80]
+
+
+def _imports(code: str) -> set[tuple[str | None, str]]:
+    return {
+        (getattr(node, "module", None), alias.name)
+        for node in ast.parse(code).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
