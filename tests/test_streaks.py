@@ -240,25 +240,51 @@ def test_a_stored_dict_from_an_older_version_keeps_its_streak() -> None:
     assert Streaks.from_dict(older) == Streaks(turn="t", tool="probe", digest="d", count=4)
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [
-        {"count": "many"},
-        {"count": -1},
-        {"count": True},
-        {"tool": 5},
-        {"reminded": "yes"},
-        {"seen": ["nonsense"]},
-        {"seen": "abc"},
-        {"variants": [1]},
-    ],
-)
-def test_a_stored_dict_with_one_bad_field_is_rejected(bad: dict[str, Any]) -> None:
+BAD_FIELDS: dict[str, tuple[Any, str]] = {
+    "turn": (1, "a str"),
+    "tool": (5, "a str"),
+    "digest": (None, "a str"),
+    "count": ("many", "a count"),
+    "result": (2, "a str"),
+    "reminded": ("yes", "a bool"),
+    "failing": (3, "a str"),
+    "error": ([], "a str"),
+    "failures": (-1, "a count"),
+    "variants": ([1], "a list of strings"),
+    "seen": ("abc", "a list of strings"),
+    "escalations": (1.5, "a count"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_FIELDS)
+def test_a_stored_dict_with_one_bad_field_is_rejected_naming_it(name: str) -> None:
+    value, kind = BAD_FIELDS[name]
     good = Streaks(turn="t", tool="probe", digest="d", count=2).to_dict()
-    with pytest.raises(ValueError, match="stored"):
-        Streaks.from_dict({**good, **bad})
+    with pytest.raises(ValueError) as raised:
+        Streaks.from_dict({**good, name: value})
+    assert str(raised.value) == f"stored {name} must be {kind}, got {value!r}"
+
+
+@pytest.mark.parametrize("value", [True, -1, 2.0])
+def test_a_stored_count_is_a_whole_number_from_zero(value: Any) -> None:
+    with pytest.raises(ValueError, match="stored count must be a count"):
+        Streaks.from_dict({"count": value})
+    assert Streaks.from_dict({"count": 0}) == Streaks()
+
+
+@pytest.mark.parametrize("entry", ["nonsense", ":r:1", "c:r:", "c:r:x"])
+def test_a_stored_seen_entry_reads_call_result_times(entry: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        Streaks.from_dict({"seen": [entry]})
+    assert str(raised.value) == f"stored seen entry must read call:result:times, got {entry!r}"
+    assert Streaks.from_dict({"seen": ["c:r:12", "d::3"]}).seen == (("c", "r", 12), ("d", "", 3))
+
+
+def test_a_stored_dict_missing_every_field_is_no_streak() -> None:
+    assert Streaks.from_dict({}) == Streaks()
+    assert Streaks.from_dict({"tool": None}) == Streaks()
 
 
 def test_anything_but_a_mapping_is_rejected() -> None:
-    with pytest.raises(ValueError, match="must be a mapping"):
+    with pytest.raises(ValueError, match="^stored streaks must be a mapping, got list$"):
         Streaks.from_dict(["tool", "probe"])
