@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .canonical import canonicalize
 from .reminder import LOGGER_NAME, Level
 
 __all__ = ["POLICY_KEY", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
@@ -214,7 +213,9 @@ class ToolPolicies(dict[str, ToolPolicy]):
                 self.pop(name, None)
             return
         own = metadata.get(POLICY_KEY)
-        said = (None if own is None else canonicalize(own), tuple(_hints(metadata).items()))
+        # repr, not the canonical text: validation tells 4.0 from 4 and True from 1, so what is
+        # compared must too, or metadata corrected from one to the other is never read again.
+        said = (None if own is None else repr(own), tuple(_hints(metadata).items()))
         if self._seen.get(name) == said:
             return
         if len(self._seen) >= self.limit:

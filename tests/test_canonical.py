@@ -39,7 +39,15 @@ def test_array_order_matters() -> None:
 
 @pytest.mark.parametrize(
     ("left", "right"),
-    [(1, 1.0), (-0.0, 0), (1e16, 10**16), ({"n": 3}, {"n": 3.0}), ((1, 2), [1, 2])],
+    [
+        (1, 1.0),
+        (-0.0, 0),
+        (1e16, 10**16),
+        ({"n": 3}, {"n": 3.0}),
+        ({"n": 1e16}, {"n": 10**16}),
+        ({"n": -2.5e20}, {"n": -25 * 10**19}),
+        ((1, 2), [1, 2]),
+    ],
 )
 def test_numbers_and_arrays_equal_as_json_share_a_text(left: Any, right: Any) -> None:
     assert canonicalize(left) == canonicalize(right)
@@ -224,3 +232,80 @@ def test_the_same_value_always_gives_the_same_text_and_digest() -> None:
     assert digest(canonicalize(value)) == digest(canonicalize(value))
     assert digest("a") != digest("b")
     assert len(digest("a")) == 32
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ({"q": "[1.0]"}, '{"q":"[1.0]"}'),
+        (["x:2.0}", 1.5], '["x:2.0}",1.5]'),
+        ({"b": 2.0, "a": "[1e+16]"}, '{"a":"[1e+16]","b":2}'),
+        ("[3.0]", '"[3.0]"'),
+    ],
+)
+def test_strings_that_look_like_whole_floats_are_kept_as_written(value: Any, text: str) -> None:
+    assert canonicalize(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (decimal.Decimal("1E+63"), "1" + "0" * 63),
+        (decimal.Decimal("9" * 64), "9" * 64),
+        (decimal.Decimal("1E+64"), "1E+64"),
+        (decimal.Decimal("-1.0E+64"), "-1.0E+64"),
+    ],
+)
+def test_whole_decimals_render_as_integers_up_to_64_digits(
+    value: decimal.Decimal, text: str
+) -> None:
+    assert canonicalize(value) == text
+
+
+@dataclasses.dataclass
+class Job:
+    name: str
+    result: int = dataclasses.field(init=False)
+
+
+def test_a_dataclass_field_not_yet_set_renders_as_null() -> None:
+    assert canonicalize(Job("build")) == '{"name":"build","result":null}'
+
+
+class NoStr:
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        return "NoStr()"
+
+
+def test_an_object_whose_str_fails_renders_as_its_repr() -> None:
+    assert canonicalize(NoStr()) == '"NoStr()"'
+    assert canonicalize({"k": NoStr()}) == '{"k":"NoStr()"}'
+
+
+class Label:
+    def __str__(self) -> str:
+        return "k"
+
+
+def test_keys_of_one_type_rendering_alike_keep_every_entry() -> None:
+    first, second = Label(), Label()
+    text = canonicalize({first: [1], second: {"a": 1}})
+    assert text in ('{"k":[1],"k":{"a":1}}', '{"k":{"a":1},"k":[1]}')
+    assert canonicalize({float("nan"): "x", float("nan"): 1}) in (
+        '{"null":"x","null":1}',
+        '{"null":1,"null":"x"}',
+    )
+
+
+class Masked(str):
+    def __str__(self) -> str:
+        return "***"
+
+
+def test_a_str_subclass_renders_as_its_content_as_a_json_encoder_writes_it() -> None:
+    value = {"token": Masked("abc"), "n": 1.0}
+    assert canonicalize(value) == '{"n":1,"token":"abc"}'
+    assert canonicalize(value) == canonicalize({"token": "abc", "n": 1})

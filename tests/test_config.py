@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -51,15 +52,20 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
         ({"ignore_arguments": ["a"]}, "ignore_arguments: must map tool-name patterns"),
         ({"ignore_arguments": {"": ["a"]}}, "every tool-name pattern must be a non-empty"),
         ({"ignore_arguments": {"x": ["options."]}}, "invalid argument pattern 'options.'"),
-        ({"ignore_arguments": {"x": ["a..b"]}}, "every dotted segment must be non-empty"),
+        (
+            {"ignore_arguments": {"x": ["a..b"]}},
+            "ignore_arguments: invalid argument pattern 'a..b' — every dotted segment must be "
+            "non-empty (use * to match any key)",
+        ),
         ({"ignore_arguments": {"x": [".x"]}}, "invalid argument pattern '.x'"),
         ({"mode": "quiet"}, "mode: Input should be 'remind' or 'observe'"),
+        ({"exit_behavior": "error"}, "exit_behavior: applies only with escalate_after set"),
     ],
 )
 def test_bad_values_fail_at_construction_naming_the_field(
     fields: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ConfigError, match=message) as caught:
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
         ReminderConfig(**fields)
     assert isinstance(caught.value, ValueError)
     text = str(caught.value)
@@ -102,6 +108,20 @@ def test_the_configuration_is_an_immutable_hashable_value() -> None:
     assert ReminderConfig() != "a configuration"
 
 
+def test_configurations_that_differ_hash_apart() -> None:
+    # Hashes that tell values apart, so that configurations key dicts and sets cheaply.
+    configs = [
+        ReminderConfig(),
+        ReminderConfig(thresholds=[3, 5, 8]),  # only which fields were set differs
+        ReminderConfig(thresholds=[2]),
+        ReminderConfig(mode="observe"),
+        ReminderConfig(ignore_arguments={"run": ["description"]}),
+        ReminderConfig(ignore_arguments={"run": ["timeout"]}),
+        ReminderConfig(ignore_arguments={"grep": ["description"]}),
+    ]
+    assert len({hash(config) for config in configs}) == len(configs)
+
+
 def test_repeat_every_of_one_is_the_documented_minimum() -> None:
     assert ReminderConfig(repeat_every=1).repeat_every == 1
 
@@ -110,10 +130,12 @@ def test_resolving_takes_a_configuration_or_fields_not_both() -> None:
     config = ReminderConfig(thresholds=[2])
     assert resolve_config(config, {}) is config
     assert resolve_config(None, {"thresholds": [4]}).thresholds == (4,)
-    with pytest.raises(TypeError, match="not both"):
+    with pytest.raises(TypeError) as both:
         resolve_config(config, {"thresholds": [3]})
-    with pytest.raises(TypeError, match="config must be a ReminderConfig, got dict"):
+    assert str(both.value) == "pass either a ReminderConfig or its fields as keywords, not both"
+    with pytest.raises(TypeError) as other:
         resolve_config({"thresholds": [3]}, {})  # type: ignore[arg-type]
+    assert str(other.value) == "config must be a ReminderConfig, got dict"
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,14 @@ from langgraph.types import Command
 
 from repeat_reminder_langchain import (
     ConfigError,
+    Escalation,
     ReminderConfig,
     RepeatToolLoopError,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
+from repeat_reminder_langchain.escalation import interrupt_request
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, call, reminders, scripted, turn
@@ -322,3 +324,31 @@ def test_escalation_settings_fail_loud() -> None:
     with pytest.raises(ConfigError, match="escalate_after: must be an integer >= 2, or None"):
         ReminderConfig(escalate_after=True)
     assert ReminderConfig(escalate_after=9).exit_behavior == "end"
+
+
+# -- the escalation module's own pieces --
+
+
+def test_the_loop_error_says_what_was_stopped_where() -> None:
+    stopped = Escalation("probe", 6, "repeat", '{"q":"same"}', "error")
+    assert str(RepeatToolLoopError(stopped, "thread-7")) == (
+        'repeat tool loop stopped: probe × 6 (repeat), arguments {"q":"same"}, thread thread-7'
+    )
+    assert str(RepeatToolLoopError(stopped)).endswith(", thread None")
+
+
+def test_the_question_put_to_a_human_names_the_loop_and_every_answer() -> None:
+    request = interrupt_request(Escalation("probe", 6, "stale", '{"q":"same"}', "interrupt"))
+    assert request == {
+        "kind": "repeat_tool_escalation",
+        "question": (
+            'The agent has been looping on `probe` (stale, 6 times). Resume with "continue" '
+            'to let it go on (its counts start over), "end" to end the run, or any other text '
+            "to tell it something."
+        ),
+        "tool": "probe",
+        "count": 6,
+        "detector": "stale",
+        "arguments": '{"q":"same"}',
+        "choices": ["continue", "end", "<any other text: sent to the agent as a user message>"],
+    }

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 from langchain_core.messages import (
     AIMessage,
+    BaseMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import ConfigurableField, RunnableLambda
 
 from repeat_reminder_langchain import Escalation, Reminder, is_reminder, prepare_messages
 from repeat_reminder_langchain.messages import (
@@ -15,8 +21,11 @@ from repeat_reminder_langchain.messages import (
     blocked_result,
     escalation_message,
     reminder_message,
+    reminder_messages,
 )
 from repeat_reminder_langchain.reminder import wrap
+
+from .helpers import ScriptedModel, call, scripted, turn
 
 SAME = {"q": "same"}
 
@@ -56,9 +65,153 @@ def test_a_user_turn_rendering_keeps_name_id_and_tags() -> None:
 
 def test_the_guards_final_message_and_refusals_are_tagged() -> None:
     escalation = Escalation("probe", 9, "repeat", "{}", "end")
+    tags = {"lc_source": "repeat_tool_reminder", "repeat_tool_reminder": escalation.tag()}
     final = escalation_message(escalation)
     assert isinstance(final, AIMessage) and not final.tool_calls
+    assert (final.content, final.name, final.additional_kwargs) == (
+        escalation.text,
+        "repeat_tool_reminder",
+        tags,
+    )
     assert final.additional_kwargs["repeat_tool_reminder"]["level"] == "escalated"
     refused = blocked_result(escalation, "call_9")
     assert (refused.tool_call_id, refused.status, refused.name) == ("call_9", "error", "probe")
+    assert refused.additional_kwargs == tags
     assert not is_reminder(final) and not is_reminder(refused)
+
+
+def test_a_refused_call_says_it_was_not_run_and_what_to_do_instead() -> None:
+    refused = blocked_result(Escalation("probe", 6, "repeat", '{"q":"same"}', "block"), "call_6")
+    assert refused.content == (
+        "Not run: `probe` was called 6 times in a row with exactly these arguments, and the "
+        "result would not change. Choose a different action or different arguments, or finish "
+        "with what you have."
+    )
+
+
+ESCALATION = Escalation("probe", 6, "repeat", "{}", "block")
+WRITERS: dict[str, Callable[[], BaseMessage]] = {
+    "reminder": lambda: reminder_message(Reminder("probe", 3, "gentle", "{}")),
+    "final message": lambda: escalation_message(ESCALATION),
+    "refusal": lambda: blocked_result(ESCALATION, "call_6"),
+}
+
+
+@pytest.mark.parametrize("write", WRITERS.values(), ids=WRITERS.keys())
+def test_every_message_the_guard_writes_has_a_fresh_id_of_its_own(
+    write: Callable[[], BaseMessage],
+) -> None:
+    first, second = write(), write()
+    assert first.id is not None and first.id.startswith("repeat_tool_reminder-")
+    assert first.id != second.id
+
+
+class PinnedSystemMessage(SystemMessage):
+    """An application's own kind of system message, as a conversation store may rebuild one."""
+
+
+def test_stored_reminders_are_rendered_whatever_system_message_class_holds_them() -> None:
+    stored = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+    pinned = PinnedSystemMessage(
+        content=stored.content,
+        name=stored.name,
+        id="repeat_tool_reminder-pinned",
+        additional_kwargs=stored.additional_kwargs,
+    )
+    conversation = [SystemMessage("You are a careful agent."), HumanMessage("go"), pinned, stored]
+    prepared = prepare_messages(conversation, None)
+
+    assert [m.type for m in prepared] == ["system", "human", "human", "human"]
+    assert [m.id for m in prepared[2:]] == [pinned.id, stored.id]
+
+
+# -- which models get stored system reminders as they are -------------------------------------
+
+
+def stored_conversation() -> list[BaseMessage]:
+    """A system prompt, a tool turn, its result, and the stored system reminder after it."""
+    return [
+        SystemMessage("You are a careful agent."),
+        HumanMessage("go"),
+        turn(call("probe", SAME, "toolu_01")),
+        ToolMessage("probed same", tool_call_id="toolu_01"),
+        reminder_message(Reminder("probe", 3, "gentle", "{}")),
+    ]
+
+
+def chat_model(profile: dict[str, Any] | None) -> ScriptedModel:
+    model = scripted([])
+    model.profile = profile  # type: ignore[assignment]
+    return model
+
+
+def retried(model: Any, times: int) -> Any:
+    for _ in range(times):
+        model = model.with_retry()
+    return model
+
+
+CAPABLE = {"mid_conversation_system_messages": True}
+MODELS: dict[str, tuple[Callable[[], Any], bool]] = {
+    "a model that takes them": (lambda: chat_model(CAPABLE), True),
+    "a model without a profile": (lambda: chat_model(None), False),
+    "a model whose profile says no": (
+        lambda: chat_model({"mid_conversation_system_messages": False}),
+        False,
+    ),
+    "no model": (lambda: None, False),
+    "a runnable with no model behind it": (lambda: RunnableLambda(lambda x: x), False),
+    "bound": (lambda: chat_model(CAPABLE).bind(stop=["end"]), True),
+    "bound then retried": (lambda: chat_model(CAPABLE).bind(stop=["end"]).with_retry(), True),
+    "in a sequence": (lambda: RunnableLambda(lambda x: x) | chat_model(CAPABLE), True),
+    "with configurable fields": (
+        lambda: chat_model(CAPABLE).configurable_fields(verbose=ConfigurableField(id="verbose")),
+        True,
+    ),
+    "with fallbacks that take them too": (
+        lambda: chat_model(CAPABLE).with_fallbacks([chat_model(CAPABLE)]),
+        True,
+    ),
+    "with a fallback that does not": (
+        lambda: chat_model(CAPABLE).with_fallbacks([chat_model(None)]),
+        False,
+    ),
+    # The walk through wrappers stops after eight (a guard against cycles); a model deeper
+    # than that counts as unknown, so reminders are rendered: the form every provider accepts.
+    "eight wrappers deep": (lambda: retried(chat_model(CAPABLE), 8), True),
+    "nine wrappers deep": (lambda: retried(chat_model(CAPABLE), 9), False),
+}
+
+
+@pytest.mark.parametrize(("make", "kept"), MODELS.values(), ids=MODELS.keys())
+def test_stored_reminders_stay_system_messages_only_if_every_model_behind_takes_them(
+    make: Callable[[], Any], kept: bool
+) -> None:
+    conversation = stored_conversation()
+    prepared = prepare_messages(conversation, make())
+
+    assert prepared[0] is conversation[0]  # the system prompt is never touched
+    if kept:
+        assert prepared is conversation
+    else:
+        assert prepared[-1] == as_user_turn(conversation[-1])
+        assert prepared[:-1] == conversation[:-1]
+
+
+def test_prepare_messages_gives_a_list_and_the_conversation_itself_when_nothing_changes() -> None:
+    plain = [SystemMessage("rules"), HumanMessage("go"), SystemMessage("note")]
+    assert prepare_messages(plain, None) is plain
+    assert prepare_messages(tuple(plain), None) == plain
+    conversation = stored_conversation()
+    assert prepare_messages(tuple(conversation), chat_model(CAPABLE)) == conversation
+
+
+def test_reminder_messages_are_written_in_order_as_the_type_asked() -> None:
+    due = [Reminder("probe", 3, "gentle", "{}"), Reminder("other", 5, "detailed", "{}")]
+    for message_type, kind in (("system", SystemMessage), ("human", HumanMessage)):
+        written = reminder_messages(due, message_type)  # type: ignore[arg-type]
+        assert [type(m) for m in written] == [kind, kind]
+        assert [m.additional_kwargs["repeat_tool_reminder"] for m in written] == [
+            r.tag() for r in due
+        ]
+    assert [m.content for m in reminder_messages(due, "human")] == [wrap(r.text) for r in due]

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ValidationError, field_validator
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.policy import (
@@ -15,6 +16,7 @@ from repeat_reminder_langchain.policy import (
     ToolPolicy,
     compile_paths,
     parse_tool_policy,
+    validation_problems,
 )
 
 
@@ -53,6 +55,23 @@ def test_metadata_that_declares_nothing_has_no_policy() -> None:
         parse_tool_policy({"repeat_reminder": {"thresholds": [1]}})
 
 
+def test_validation_problems_name_the_field_by_its_dotted_path() -> None:
+    class Options(BaseModel):
+        retries: int
+
+        @field_validator("retries")
+        @classmethod
+        def _check(cls, value: int) -> int:
+            raise ValueError(f"must be a count, got {value}")
+
+    class Outer(BaseModel):
+        options: Options
+
+    with pytest.raises(ValidationError) as caught:
+        Outer(options={"retries": -1})  # type: ignore[arg-type]
+    assert validation_problems(caught.value) == "options.retries: must be a count, got -1"
+
+
 def test_auto_is_result_aware_only_for_read_only_tools_that_are_not_idempotent() -> None:
     config = ReminderConfig(progress="auto")
 
@@ -64,6 +83,20 @@ def test_auto_is_result_aware_only_for_read_only_tools_that_are_not_idempotent()
     assert not aware(read_only=True, idempotent=True)  # the same result again is expected
     assert not aware(read_only=False)
     assert not aware()
+
+
+@pytest.mark.parametrize(
+    ("own", "result_aware"),
+    [
+        (ToolPolicy(progress="result"), True),
+        (ToolPolicy(progress="none", read_only=True), False),
+    ],
+)
+def test_a_tools_own_progress_wins_over_auto_even_when_set_explicitly(
+    own: ToolPolicy, result_aware: bool
+) -> None:
+    rules = ReminderConfig(progress="auto").rules("read", own)
+    assert rules is not None and rules.result_aware is result_aware
 
 
 def test_a_field_set_in_the_configuration_wins_over_the_tools_own() -> None:
@@ -116,6 +149,30 @@ def test_policies_are_learnt_by_value_so_rebuilt_or_edited_metadata_is_read_righ
     assert list(policies) == []
 
 
+@pytest.mark.parametrize(
+    "gone",
+    [None, {}, "not metadata", {"other": 1}, {"repeat_reminder": {"thresholds": [1]}}],
+)
+@pytest.mark.parametrize("before", [{"repeat_reminder": {"exclude": True}}, {"other": 1}])
+def test_a_policy_is_forgotten_when_its_metadata_no_longer_declares_one(
+    before: dict[str, Any], gone: object
+) -> None:
+    policies = ToolPolicies()
+    policies.learn("grep", before)
+    policies.learn("grep", gone)
+    assert "grep" not in policies
+    policies.learn("grep", {"repeat_reminder": {"exclude": True}})
+    assert policies["grep"].exclude
+
+
+def test_metadata_that_changes_from_a_policy_that_broke_a_rule_is_read_again() -> None:
+    policies = ToolPolicies()
+    policies.learn("grep", {"repeat_reminder": float("nan"), "readOnlyHint": True})
+    assert "grep" not in policies  # not a mapping: logged and ignored
+    policies.learn("grep", {"readOnlyHint": True})
+    assert policies["grep"].read_only is True
+
+
 def test_a_bad_policy_is_logged_once_and_ignored(caplog: pytest.LogCaptureFixture) -> None:
     policies = ToolPolicies()
     with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
@@ -131,9 +188,11 @@ def test_a_bad_policy_is_logged_once_and_ignored(caplog: pytest.LogCaptureFixtur
 def test_learnt_policies_stay_bounded() -> None:
     policies = ToolPolicies()
     policies.limit = 3
+    sizes = set()
     for n in range(5):
         policies.learn(f"tool{n}", {"repeat_reminder": {"exclude": True}})
-    assert len(policies) <= 3
+        sizes.add(len(policies))
+    assert max(sizes) == 3
     assert policies.get("tool4") is not None and policies.get("nope") is None
 
 
@@ -141,6 +200,20 @@ def test_resolved_rules_are_cached_and_the_cache_stays_bounded() -> None:
     config = ReminderConfig()
     first = config.rules("grep")
     assert config.rules("grep") is first
+    sizes = set()
     for n in range(1100):
         config.rules(f"tool{n}")
+        sizes.add(len(config.rules_cache))
+    assert max(sizes) == 1024
     assert config.rules("grep") == first
+
+
+def test_metadata_corrected_from_a_float_to_an_integer_is_read_again() -> None:
+    # Validation rejects 4.0 and accepts 4: whether metadata changed must tell them apart too.
+    policies = ToolPolicies()
+    policies.learn("grep", {"repeat_reminder": {"thresholds": [4.0]}})
+    assert "grep" not in policies
+    policies.learn("grep", {"repeat_reminder": {"thresholds": [4]}})
+    assert policies["grep"].thresholds == (4,)
+    policies.learn("grep", {"repeat_reminder": {"thresholds": [4.0]}})
+    assert "grep" not in policies

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from repeat_reminder_langchain import Escalation, Reminder, is_reminder
@@ -88,5 +90,11 @@ def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
         HumanMessage("x", additional_kwargs={"lc_source": "repeat_tool_reminder"})
     )
     assert not is_reminder(AIMessage("x", additional_kwargs=tag))
+    # Both marks are needed, and the tag must be one.
+    assert not is_reminder(HumanMessage("x", additional_kwargs={"repeat_tool_reminder": tag}))
+    assert not is_reminder(
+        HumanMessage("x", additional_kwargs={**tag, "repeat_tool_reminder": "gentle"})
+    )
+    assert not is_reminder(SimpleNamespace(type="human"))  # message-like, without tags
     assert not is_reminder("a string")
     assert not is_reminder(None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
@@ -71,6 +72,17 @@ def test_only_reminders_the_model_saw_count_as_reminders() -> None:
     assert snapshot["longest_streak"] == ["grep", 3]
 
 
+def test_reminders_of_every_detector_add_up_by_tool_and_level() -> None:
+    stats = Stats()
+    stats.add(Tally(Streaks(), [reminder(), reminder(detector="stale")]), delivered=True)
+    undelivered = [reminder(detector="same_error"), reminder("detailed", "stale"), reminder()]
+    stats.add(Tally(Streaks(), undelivered), delivered=False)
+
+    snapshot = stats.snapshot()
+    assert snapshot["reminders"] == {"grep": {"gentle": 2}}
+    assert snapshot["undelivered"] == {"grep": {"detailed": 1, "gentle": 2}}
+
+
 def test_followups_give_the_recovery_rate_and_none_before_any() -> None:
     stats = Stats()
     assert stats.snapshot()["recovery_rate"] is None
@@ -91,6 +103,38 @@ def test_escalations_are_counted_by_tool_and_detector_and_the_longest_streak_kep
     snapshot = stats.snapshot()
     assert snapshot["escalations"] == {"grep": {"repeat": 1}}
     assert snapshot["longest_streak"] == ["grep", 9]
+
+
+def test_totals_add_up_over_turns() -> None:
+    stats = Stats()
+    stopped = Escalation("grep", 9, "repeat", "{}", "end")
+    for _ in range(2):
+        tally = Tally(Streaks(), [reminder()], escalation=stopped, calls=2, followups=[True])
+        stats.add(tally, delivered=True)
+
+    snapshot = stats.snapshot()
+    assert snapshot["calls"] == 4
+    assert snapshot["reminders"] == {"grep": {"gentle": 2}}
+    assert snapshot["escalations"] == {"grep": {"repeat": 2}}
+    assert (snapshot["followed"], snapshot["recovered"]) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("streaks", "longest"),
+    [
+        ([("grep", 1)], None),
+        ([("grep", 2)], ["grep", 2]),
+        ([("grep", 3), ("ls", 3)], ["grep", 3]),  # a later one as long is not longer
+        ([("grep", 3), ("ls", 4), ("grep", 2)], ["ls", 4]),
+    ],
+)
+def test_the_longest_streak_is_the_first_to_reach_the_greatest_length(
+    streaks: list[tuple[str, int]], longest: list[str | int] | None
+) -> None:
+    stats = Stats()
+    for streak in streaks:
+        stats.add(Tally(Streaks(), calls=1, longest=streak), delivered=True)
+    assert stats.snapshot()["longest_streak"] == longest
 
 
 def test_no_longest_streak_before_a_call_is_repeated() -> None:

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._steps import Asked, StateStore
 from repeat_reminder_langchain._streaks import Streaks, Tally
 from repeat_reminder_langchain.escalation import interrupt_request, read_answer
 from repeat_reminder_langchain.reminder import Escalation
+
+from .conftest import Guarded
+from .helpers import LoopModel, ask
 
 ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
 
@@ -24,6 +31,32 @@ def test_the_answers_a_human_can_give() -> None:
     for unclear in (None, "", "   ", 3, {"choice": "end"}):
         assert read_answer(unclear) == ("continue", "")  # a resume never fails the run
     assert interrupt_request(ESCALATION)["choices"][:2] == ["continue", "end"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "choice"), [("continue", "continue"), (" End", "end"), ("read the log", "message")]
+)
+def test_the_humans_answer_to_an_escalation_is_logged(
+    guarded: Callable[..., Guarded],
+    thread: str,
+    caplog: pytest.LogCaptureFixture,
+    answer: str,
+    choice: str,
+) -> None:
+    agent = guarded(
+        LoopModel(),
+        checkpointer=InMemorySaver(),
+        thresholds=[3, 5],
+        escalate_after=6,
+        exit_behavior="interrupt",
+    )
+    agent.graph.invoke(ask("loop 9"), agent.run_config(thread))
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        agent.graph.invoke(Command(resume=answer), agent.run_config(thread))
+    resumed = [r for r in caplog.records if "resumed" in r.getMessage().lower()]
+    assert [(r.levelno, r.getMessage()) for r in resumed] == [
+        (logging.INFO, f"repeat tool loop on probe \u00d7 6: resumed with {choice!r}")
+    ]
 
 
 def test_an_escalation_put_to_a_human_is_reported_once_and_the_memory_stays_bounded() -> None:
@@ -42,21 +75,38 @@ def test_an_escalation_put_to_a_human_is_reported_once_and_the_memory_stays_boun
     assert asked.first_time(tally, observed, "x") and asked.first_time(tally, observed, "x")
 
 
-def test_stored_streaks_are_read_from_dicts_objects_and_other_mappings() -> None:
+def test_each_thread_and_turn_is_asked_about_on_its_own() -> None:
+    asked, config = Asked(), ReminderConfig(escalate_after=9, exit_behavior="interrupt")
+    tally = Tally(Streaks(turn="t"), escalation=ESCALATION)
+    later = Tally(Streaks(turn="u"), escalation=ESCALATION)
+    assert asked.first_time(tally, config, "a")
+    assert asked.first_time(later, config, "a")  # another turn of the same thread
+    assert asked.first_time(tally, config, "b")  # the same turn id in another thread
+    assert not asked.first_time(tally, config, "a")  # the human answered in thread a
+    assert not asked.first_time(later, config, "a")
+    assert not asked.first_time(tally, config, "b")
+
+
+@pytest.mark.parametrize(
+    "state",
+    [dict, lambda **fields: MappingProxyType(fields), SimpleNamespace],
+    ids=["dict", "other mapping", "object"],
+)
+def test_stored_streaks_are_read_from_dicts_objects_and_other_mappings(
+    state: Callable[..., Any],
+) -> None:
     store = StateStore("field", "mine")
     data = Streaks(turn="t", tool="probe", digest="d", count=2).to_dict()
 
-    class State:
-        def __init__(self) -> None:
-            self.field = {"mine": data}
-
-    assert store.streaks({"field": {"mine": data}}).count == 2
-    assert store.streaks(State()).count == 2
-    assert store.streaks({"field": "garbage"}) == Streaks()
-    assert store.streaks({"field": {"mine": "garbage"}}) == Streaks()
-    assert store.update({"field": "garbage"}, data) == {"field": {"mine": data}}
-    assert store.update({"field": {"other": 1}}, data) == {"field": {"other": 1, "mine": data}}
-    assert StateStore("field").update({}, data) == {"field": data}
+    assert store.streaks(state(field={"mine": data})).count == 2
+    assert store.streaks(state(field=MappingProxyType({"mine": MappingProxyType(data)}))).count == 2
+    assert store.streaks(state()) == Streaks()  # nothing stored yet
+    assert store.streaks(state(field="garbage")) == Streaks()
+    assert store.streaks(state(field={"mine": "garbage"})) == Streaks()
+    assert store.update(state(), data) == {"field": {"mine": data}}
+    assert store.update(state(field="garbage"), data) == {"field": {"mine": data}}
+    assert store.update(state(field={"other": 1}), data) == {"field": {"other": 1, "mine": data}}
+    assert StateStore("field").update(state(), data) == {"field": data}
 
 
 def test_stored_data_that_is_not_valid_starts_over_and_warns_once(

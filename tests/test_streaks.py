@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -173,6 +174,7 @@ def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
     turns = [[c(args={"n": n}, result=[{"type": "text", "text": "Error: no"}])] for n in range(3)]
     assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
     assert result_text([{"type": "text", "text": "a"}, "b", 7]) == "a\nb"
+    assert result_text([{"type": "image", "url": "u"}, "b"]) == "b"  # a block without text
     assert result_text({"k": 1}) == '{"k":1}'
 
 
@@ -260,9 +262,9 @@ BAD_FIELDS: dict[str, tuple[Any, str]] = {
 def test_a_stored_dict_with_one_bad_field_is_rejected_naming_it(name: str) -> None:
     value, kind = BAD_FIELDS[name]
     good = Streaks(turn="t", tool="probe", digest="d", count=2).to_dict()
-    with pytest.raises(ValueError) as raised:
+    expected = f"stored {name} must be {kind}, got {value!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
         Streaks.from_dict({**good, name: value})
-    assert str(raised.value) == f"stored {name} must be {kind}, got {value!r}"
 
 
 @pytest.mark.parametrize("value", [True, -1, 2.0])
@@ -272,12 +274,48 @@ def test_a_stored_count_is_a_whole_number_from_zero(value: Any) -> None:
     assert Streaks.from_dict({"count": 0}) == Streaks()
 
 
-@pytest.mark.parametrize("entry", ["nonsense", ":r:1", "c:r:", "c:r:x"])
+@pytest.mark.parametrize("entry", ["nonsense", ":r:1", "c:r:", "c:r:x", "c:r:x:1"])
 def test_a_stored_seen_entry_reads_call_result_times(entry: str) -> None:
-    with pytest.raises(ValueError) as raised:
+    expected = f"stored seen entry must read call:result:times, got {entry!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
         Streaks.from_dict({"seen": [entry]})
-    assert str(raised.value) == f"stored seen entry must read call:result:times, got {entry!r}"
     assert Streaks.from_dict({"seen": ["c:r:12", "d::3"]}).seen == (("c", "r", 12), ("d", "", 3))
+
+
+# Written by 0.2.0 after two identical `probe` calls answering "still running", as text and as
+# a text block: a checkpoint taken before an upgrade must go on counting after it.
+STORED_AFTER_TWO = {
+    "text": {
+        "turn": "t1",
+        "tool": "probe",
+        "digest": "3e32c03e38378c3ceb244c461d436d4a",
+        "count": 2,
+        "result": "5c10777a8628e19eabadd62f4041b0a8",
+        "reminded": False,
+        "seen": ["17adc7112345cfc9:5c10777a8628e19e:2"],
+    },
+    "block": {
+        "turn": "t1",
+        "tool": "probe",
+        "digest": "3e32c03e38378c3ceb244c461d436d4a",
+        "count": 2,
+        "result": "e3b2b307a9f5e04e8a6ce66389d1a3c9",
+        "reminded": False,
+        "seen": ["17adc7112345cfc9:e3b2b307a9f5e04e:2"],
+    },
+}
+RESULTS = {"text": "still running", "block": [{"type": "text", "text": "still running"}]}
+
+
+@pytest.mark.parametrize("form", STORED_AFTER_TWO)
+def test_streaks_stored_by_0_2_go_on_counting_the_same_call_and_result(form: str) -> None:
+    config = ReminderConfig(thresholds=[3], progress="result", detect=["repeat", "stale"])
+    stored = Streaks.from_dict(STORED_AFTER_TWO[form])
+    third = count_turn(stored, "t2", [c("2", result=RESULTS[form])], config)
+    assert [(r.detector, r.count) for r in third.reminders] == [("repeat", 3)]
+    assert [times for _, _, times in third.streaks.seen] == [3]  # the same result, a third time
+    other = count_turn(stored, "t2", [c("2", result=[{"type": "text", "text": "done"}])], config)
+    assert (list(other.reminders), other.streaks.count) == ([], 1)
 
 
 def test_a_stored_dict_missing_every_field_is_no_streak() -> None:
@@ -286,5 +324,5 @@ def test_a_stored_dict_missing_every_field_is_no_streak() -> None:
 
 
 def test_anything_but_a_mapping_is_rejected() -> None:
-    with pytest.raises(ValueError, match="^stored streaks must be a mapping, got list$"):
+    with pytest.raises(ValueError, match=r"^stored streaks must be a mapping, got list$"):
         Streaks.from_dict(["tool", "probe"])
