@@ -178,6 +178,58 @@ def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
     assert result_text({"k": 1}) == '{"k":1}'
 
 
+def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> None:
+    failing = c(args={"n": 1}, result="Error: no")
+    unanswered = c(args={"n": 2})  # e.g. an invalid call, never answered in state
+    turns = [[failing], [unanswered], [failing], [failing]]
+    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
+
+
+def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
+    turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
+    streaks = play(turns, ERRORS)[0]
+    assert (streaks.failing, streaks.error, streaks.failures, streaks.variants) == ("", "", 0, ())
+    assert "failing" not in streaks.to_dict()
+
+
+def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
+    turns = [[c(args={"n": n}, result="Error: no")] for n in range(20)]
+    streaks, _ = play(turns, ERRORS)
+    assert (streaks.failures, len(streaks.variants)) == (20, 16)
+
+
+def test_a_failure_streak_stored_by_0_2_knows_its_argument_sets_again() -> None:
+    # Two failures of `probe` with {"q": 0} and {"q": 1}, as 0.2.0 stored them.
+    stored = Streaks.from_dict(
+        {
+            "turn": "t1",
+            "tool": "probe",
+            "digest": "3e32c03e38378c3ceb244c461d436d4a",
+            "count": 1,
+            "failing": "probe",
+            "error": "65e561237b5e6fff6bee85d4d1bfd694",
+            "failures": 2,
+            "variants": ["eb4536ea", "3e32c03e"],
+        }
+    )
+    config = ReminderConfig(detect=["repeat", "same_error"])
+    tally = count_turn(
+        stored, "t2", [c("2", args={"q": 1}, result="Error: no", error=True)], config
+    )
+    (reminder,) = tally.reminders
+    assert (reminder.detector, reminder.count, reminder.variants) == ("same_error", 3, 2)
+
+
+def test_ignored_arguments_are_left_out_with_every_detector_on() -> None:
+    config = ReminderConfig(
+        thresholds=[3], detect=["repeat", "stale"], ignore_arguments={"probe": ["nonce"]}
+    )
+    same = [[c(args={"q": 1, "nonce": n})] for n in range(3)]
+    assert play(same, config)[1] == [("repeat", "gentle", "probe", 3)]
+    other = [[c(args={"q": n, "nonce": n})] for n in range(3)]
+    assert play(other, config)[1] == []
+
+
 # -- one reminder per call, and escalation ----------------------------------------------------
 
 
@@ -201,6 +253,8 @@ def test_a_count_at_the_limit_escalates_instead_of_reminding() -> None:
     assert tally.escalation is not None
     assert (tally.escalation.count, tally.escalation.position) == (3, 2)
     assert tally.streaks.escalations == 1
+    reminded = count_turn(Streaks(), "t", [c("a"), c("b")], config).reminders[0]
+    assert tally.escalation.digest == reminded.digest  # the event's arguments_digest
 
 
 def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else() -> None:
