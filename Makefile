@@ -100,7 +100,8 @@ evaluate: $(READY)
 # Mutation testing of the core: every mutant of the core modules against the fast part of the
 # suite ([tool.mutmut] in pyproject.toml), then the score per module and every survivor, each
 # either killed by a test or listed in tests/mutation-equivalent.txt with the reason it cannot
-# change behaviour. Fails below 94% or on an unexplained survivor. About 20 minutes on two cores.
+# change behaviour. Fails below 94% or on an unexplained survivor. Takes an hour or more on two
+# cores.
 mutate: $(READY)
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2

@@ -257,6 +257,18 @@ def test_a_count_at_the_limit_escalates_instead_of_reminding() -> None:
     assert tally.escalation.digest == reminded.digest  # the event's arguments_digest
 
 
+def test_an_escalation_still_reports_the_streak_the_followups_and_every_call() -> None:
+    config = ReminderConfig(thresholds=[2], escalate_after=3)
+    reminded = count_turn(Streaks(), "t1", [c("a"), c("b")], config).streaks
+    assert reminded.reminded
+    trace: list[CallTrace] = []
+    tally = count_turn(reminded, "t2", [c("c")], config, trace=trace)
+    assert tally.escalation is not None
+    assert (tally.longest, list(tally.followups)) == (("probe", 3), [False])
+    assert not tally.streaks.reminded  # an escalation is no reminder to follow
+    assert [(entry.call, entry.reminder) for entry in trace] == [(c("c"), None)]
+
+
 def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else() -> None:
     def escalated(behavior: str, calls: list[Call]) -> list[bool]:
         config = ReminderConfig(
