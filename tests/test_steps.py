@@ -19,7 +19,7 @@ from repeat_reminder_langchain.escalation import interrupt_request, read_answer
 from repeat_reminder_langchain.reminder import Escalation
 
 from .conftest import Guarded
-from .helpers import LoopModel, ask
+from .helpers import LoopModel, ask, assert_adjacent
 
 ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
 
@@ -57,6 +57,7 @@ def test_the_humans_answer_to_an_escalation_is_logged(
     assert [(r.levelno, r.getMessage()) for r in resumed] == [
         (logging.INFO, f"repeat tool loop on probe \u00d7 6: resumed with {choice!r}")
     ]
+    assert_adjacent(agent.state(thread)["messages"])
 
 
 def test_an_escalation_put_to_a_human_is_reported_once_and_the_memory_stays_bounded() -> None:
