@@ -18,6 +18,7 @@ Needs only the plain install: langchain-core and langgraph.
 from __future__ import annotations
 
 import sys
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -133,8 +134,9 @@ class _ScriptedModel(BaseChatModel):
     ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
 
-    def _next(self, messages: list[BaseMessage]) -> AIMessage:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        """The scenario's next answer to `messages`."""
 
     def _told(self, messages: Sequence[BaseMessage], level: str, detector: str) -> bool:
         return self.heeds and any(
