@@ -58,31 +58,36 @@ def is_user_message(message: object) -> bool:
     return source is None or (source != "summarization" and tag_of(message) is None)
 
 
-def _scan(
-    messages: Sequence[BaseMessage], end: int
-) -> tuple[int, AIMessage | None, dict[str, list[ToolMessage]], bool]:
+def _scan(messages: Sequence[BaseMessage], end: int) -> tuple[int, AIMessage | None, bool]:
     """Read back from `end` to the latest `AIMessage`.
 
-    Returns its index, the message, the results after it by call id (latest first), and
-    whether the user spoke after it.
+    Returns its index and the message, and whether the user spoke after it.
     """
-    answers: dict[str, list[ToolMessage]] = {}
     spoke = False
     for index in range(end - 1, -1, -1):
         item = messages[index]
         kind = type(item)  # the exact classes first: message classes check subclasses slowly
-        if kind is ToolMessage or (kind is not AIMessage and isinstance(item, ToolMessage)):
-            result: ToolMessage = item  # type: ignore[assignment]
-            found = answers.get(result.tool_call_id)
-            if found is None:
-                answers[result.tool_call_id] = [result]
-            else:
-                found.append(result)
-        elif kind is AIMessage or isinstance(item, AIMessage):
-            return index, item, answers, spoke  # type: ignore[return-value]
-        elif not spoke and is_user_message(item):
+        if kind is ToolMessage:
+            continue
+        if kind is AIMessage or isinstance(item, AIMessage):
+            return index, item, spoke  # type: ignore[return-value]
+        if not spoke and is_user_message(item):
             spoke = True
-    return -1, None, answers, spoke
+    return -1, None, spoke
+
+
+def _answers(messages: Sequence[BaseMessage], start: int, end: int) -> dict[str, list[ToolMessage]]:
+    """The results in `messages[start:end]` by call id, latest first."""
+    answers: dict[str, list[ToolMessage]] = {}
+    for index in range(end - 1, start - 1, -1):
+        item = messages[index]
+        if type(item) is ToolMessage or isinstance(item, ToolMessage):
+            found = answers.get(item.tool_call_id)
+            if found is None:
+                answers[item.tool_call_id] = [item]
+            else:
+                found.append(item)
+    return answers
 
 
 def _makes_calls(message: AIMessage) -> bool:
@@ -104,25 +109,30 @@ def _turn_id(message: AIMessage, index: int) -> str:
 def _turn(
     message: AIMessage,
     index: int,
-    answers: Mapping[str, list[ToolMessage]],
+    messages: Sequence[BaseMessage],
+    end: int,
     turn_id: str | None = None,
 ) -> Turn:
+    """The turn of `message` (at `index`), as answered by the results up to `end`."""
     turn_id = turn_id or _turn_id(message, index)
     tool_calls = message.tool_calls
-    if len(tool_calls) == 1 and not message.invalid_tool_calls and tool_calls[0].get("id"):
-        # Most turns make one call: answered by the latest result with its id.
+    if len(tool_calls) == 1 and not message.invalid_tool_calls:
+        # Most turns make one call: answered by the latest result with its id, which is
+        # nearly always the last message.
         tool_call = tool_calls[0]
-        found = answers.get(tool_call["id"])  # type: ignore[arg-type]
-        if not found:
+        call_id = tool_call.get("id")
+        if call_id:
+            for position in range(end - 1, index, -1):
+                answer = messages[position]
+                if (
+                    type(answer) is ToolMessage or isinstance(answer, ToolMessage)
+                ) and answer.tool_call_id == call_id:
+                    result, error = _outcome(answer)
+                    # Built with tuple.__new__: a named tuple's own constructor is Python code.
+                    call = (call_id, tool_call["name"], tool_call["args"], result, error)
+                    return _make(Turn, (turn_id, index, (_make(Call, call),), True))
             return Turn(turn_id, index, (), False)
-        answer = found[0]
-        if answer.additional_kwargs and tag_of(answer) is not None:
-            result, error = None, True
-        else:
-            result, error = answer.content, answer.status == "error"
-        # Built with tuple.__new__: a named tuple's own constructor is Python code.
-        call = _make(Call, (tool_call["id"], tool_call["name"], tool_call["args"], result, error))
-        return _make(Turn, (turn_id, index, (call,), True))
+    answers = _answers(messages, index + 1, end)
     wanted: dict[str, int] = {}
     for tool_call in tool_calls:
         call_id = tool_call.get("id")
@@ -166,10 +176,11 @@ def _outcome(answer: ToolMessage) -> tuple[object, bool]:
 
 def latest_turn(messages: Sequence[BaseMessage], end: int | None = None) -> Turn | None:
     """The last `AIMessage` of `messages[:end]` as a turn, or None if it made no calls."""
-    index, message, answers, _ = _scan(messages, len(messages) if end is None else end)
+    end = len(messages) if end is None else end
+    index, message, _ = _scan(messages, end)
     if message is None or not _makes_calls(message):
         return None
-    return _turn(message, index, answers)
+    return _turn(message, index, messages, end)
 
 
 def continues(messages: Sequence[BaseMessage], turn: str) -> bool:
@@ -178,7 +189,7 @@ def continues(messages: Sequence[BaseMessage], turn: str) -> bool:
     A model called on anything else (a side question inside a node, a summary) is not the
     agent answering.
     """
-    index, message, _, _ = _scan(messages, len(messages))
+    index, message, _ = _scan(messages, len(messages))
     return message is not None and _turn_id(message, index) == turn
 
 
@@ -207,6 +218,36 @@ def _since_previous_turn(
     return spoke, stopped
 
 
+def _step(messages: Sequence[BaseMessage], end: int) -> tuple[str, Call] | None:
+    """The most common step, read from the last four messages: its new turn and its one call.
+
+    That is a model turn with one call, answered by the newest message, right after the
+    previous turn's one result: no one spoke and the model did not stop between the two, so
+    the general reading would find what this finds. None for anything else.
+    """
+    if end < 4:
+        return None
+    message, answer, before = messages[end - 2], messages[end - 1], messages[end - 4]
+    if not (
+        type(answer) is ToolMessage
+        and type(message) is AIMessage
+        and type(messages[end - 3]) is ToolMessage
+        and type(before) is AIMessage
+        and before.tool_calls
+    ):
+        return None
+    tool_calls, turn_id = message.tool_calls, message.id
+    if len(tool_calls) != 1 or message.invalid_tool_calls or not turn_id:
+        return None
+    tool_call = tool_calls[0]
+    call_id = tool_call.get("id")
+    if not call_id or call_id != answer.tool_call_id:
+        return None
+    result, error = _outcome(answer)
+    # Built with tuple.__new__: a named tuple's own constructor is Python code.
+    return turn_id, _make(Call, (call_id, tool_call["name"], tool_call["args"], result, error))
+
+
 def tally_conversation(
     streaks: Streaks,
     messages: Sequence[BaseMessage],
@@ -227,7 +268,14 @@ def tally_conversation(
     `end` reads the conversation as it stood before `messages[end]`; `trace` collects what
     each counted call reached (see `count_turn`).
     """
-    index, message, answers, spoke_after = _scan(messages, len(messages) if end is None else end)
+    end = len(messages) if end is None else end
+    step = _step(messages, end)
+    if step is not None:
+        turn_id, call = step
+        return count_turn(
+            streaks, turn_id, (call,), config, policies, seen_by_model=seen_by_model, trace=trace
+        )
+    index, message, spoke_after = _scan(messages, end)
     if message is None or not _makes_calls(message):
         followups: tuple[bool, ...] = ()
         if message is not None and streaks.reminded and tag_of(message) is None:
@@ -236,7 +284,7 @@ def tally_conversation(
     turn_id = message.id or _turn_id(message, index)
     if turn_id == streaks.turn:
         return Tally(streaks.reset() if spoke_after else streaks)
-    turn = _turn(message, index, answers, turn_id)
+    turn = _turn(message, index, messages, end, turn_id)
     if not turn.complete:
         return Tally(streaks.reset() if spoke_after else streaks, waiting=True)
     spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)
@@ -270,7 +318,7 @@ def predict_escalation(
 
     Used before the call runs, so results are unknown: only the `repeat` count is predicted.
     """
-    index, message, _, _ = _scan(messages, len(messages))
+    index, message, _ = _scan(messages, len(messages))
     if message is None:
         return None
     tool_calls = message.tool_calls

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -110,6 +111,9 @@ class StateStore:
     remembered by the identity of the stored object (held, so that the identity cannot be
     reused): the state a step wrote and the next step reads in this process is not checked
     again.
+
+    A middleware field in the layout from before instances could coexist holds one instance's
+    data itself (it has a `count`); whichever instance reads it first takes it over.
     """
 
     limit = 1024
@@ -117,7 +121,7 @@ class StateStore:
     def __init__(self, key: str, name: str | None = None) -> None:
         self.key = key
         self.name = name
-        self._parsed: dict[int, tuple[object, Streaks]] = {}
+        self._parsed: OrderedDict[int, tuple[object, Streaks]] = OrderedDict()
         self._warned = False
 
     def stored(self, state: Any) -> Mapping[str, Any]:
@@ -125,7 +129,7 @@ class StateStore:
         field = state.get(self.key) if type(state) is dict else _field(state, self.key)
         if type(field) is not dict:
             field = dict(field) if isinstance(field, Mapping) else _EMPTY
-        if self.name is not None and not _is_older(field):
+        if self.name is not None and "count" not in field:
             field = field.get(self.name)
             if type(field) is not dict:
                 field = dict(field) if isinstance(field, Mapping) else _EMPTY
@@ -158,7 +162,9 @@ class StateStore:
         """The streaks kept in `state`."""
         return self.read(state)[1]
 
-    def write(self, state: Any, streaks: Streaks, **extra: Any) -> dict[str, Any]:
+    def write(
+        self, state: Any, streaks: Streaks, extra: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The state update that stores `streaks` (and `extra` fields) as this store's."""
         data: dict[str, Any] = streaks.to_dict()  # type: ignore[assignment]
         if extra:
@@ -171,15 +177,17 @@ class StateStore:
         if self.name is None:
             return {self.key: data}
         field = state.get(self.key) if type(state) is dict else _field(state, self.key)
-        if not isinstance(field, Mapping) or not field or _is_older(field):
+        if (type(field) is not dict and not isinstance(field, Mapping)) or not field:
+            return {self.key: {self.name: data}}
+        if "count" in field:  # the older layout, taken over
             return {self.key: {self.name: data}}
         return {self.key: {**field, self.name: data}}
 
     def _remember(self, data: object, streaks: Streaks) -> None:
         parsed = self._parsed
-        if len(parsed) >= self.limit:
-            del parsed[next(iter(parsed))]  # the oldest: the newest are read next
         parsed[id(data)] = (data, streaks)
+        if len(parsed) > self.limit:
+            parsed.popitem(last=False)  # the oldest: the newest are read next
 
 
 _EMPTY: Mapping[str, Any] = {}
@@ -188,12 +196,3 @@ _NO_STREAKS = Streaks()
 
 def _field(state: Any, key: str) -> Any:
     return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
-
-
-def _is_older(field: Mapping[str, Any]) -> bool:
-    """Whether a middleware field is in the layout from before instances could coexist.
-
-    That field holds one instance's data itself; whichever instance reads it first takes it
-    over.
-    """
-    return "count" in field

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypedDict
 
 from .canonical import canonicalize, digest
@@ -41,6 +42,7 @@ _make = tuple.__new__
 STALE_MEMORY = 64
 """How many distinct calls an agent's `stale` detector remembers; the least recent goes first."""
 
+_NOTHING_SEEN: Mapping[str, str] = MappingProxyType({})
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 
 
@@ -94,7 +96,10 @@ class Streaks(NamedTuple):
         error: The fingerprint of that streak's error text.
         failures: How many tracked calls in a row failed with it.
         variants: Short fingerprints of the argument sets that hit it.
-        seen: For `stale`, `(call, result, times)` of the latest distinct calls, oldest first.
+        seen: For `stale`, the latest distinct calls, oldest first: each call's fingerprint
+            maps to its entry as stored, `call:result:times` (the fingerprints of the call
+            and of its latest result, and how many times in a row it returned that). Never
+            changed once in a `Streaks`: counting copies it.
         escalations: How many times the guard stopped this agent's loop.
     """
 
@@ -108,7 +113,7 @@ class Streaks(NamedTuple):
     error: str = ""
     failures: int = 0
     variants: tuple[str, ...] = ()
-    seen: tuple[tuple[str, str, int], ...] = ()
+    seen: Mapping[str, str] = _NOTHING_SEEN
     escalations: int = 0
 
     def reset(self) -> Streaks:
@@ -131,7 +136,7 @@ class Streaks(NamedTuple):
             data["failures"] = self.failures
             data["variants"] = list(self.variants)
         if self.seen:
-            data["seen"] = [f"{call}:{result}:{times}" for call, result, times in self.seen]
+            data["seen"] = list(self.seen.values())
         if self.escalations:
             data["escalations"] = self.escalations
         return data
@@ -160,7 +165,7 @@ class Streaks(NamedTuple):
             "error": _typed(get("error", ""), str, "error"),
             "failures": _count(get("failures", 0), "failures"),
             "variants": tuple(_strings(get("variants", ()), "variants")),
-            "seen": tuple(_seen(item) for item in _strings(get("seen", ()), "seen")),
+            "seen": _seen(_strings(get("seen", ()), "seen")),
             "escalations": _count(get("escalations", 0), "escalations"),
         }
         return cls(**fields)
@@ -184,12 +189,15 @@ def _strings(value: Any, name: str) -> list[str]:
     return list(value)
 
 
-def _seen(item: str) -> tuple[str, str, int]:
-    call, _, rest = item.partition(":")
-    result, _, times = rest.partition(":")
-    if not call or not times.isdigit():
-        raise ValueError(f"stored seen entry must read call:result:times, got {item!r}")
-    return call, result, int(times)
+def _seen(items: list[str]) -> dict[str, str]:
+    seen = {}
+    for item in items:
+        call, _, rest = item.partition(":")
+        times = rest.partition(":")[2]
+        if not call or not times.isdigit():
+            raise ValueError(f"stored seen entry must read call:result:times, got {item!r}")
+        seen[call] = item
+    return seen
 
 
 class CallTrace(NamedTuple):
@@ -291,8 +299,11 @@ def count_turn(
     """
     if streaks.turn == turn:
         return Tally(streaks)
-    if config.compiled.plain and trace is None:
-        return _count_repeats(streaks, turn, calls, config, policies, seen_by_model=seen_by_model)
+    hot = config.compiled
+    if hot.plain and trace is None:
+        return _count_repeats(
+            streaks, turn, calls, config, policies, known=hot.rules, seen_by_model=seen_by_model
+        )
     return _count_all(
         streaks, turn, calls, config, policies, seen_by_model=seen_by_model, trace=trace
     )
@@ -305,15 +316,15 @@ def _count_repeats(
     config: ReminderConfig,
     policies: Mapping[str, ToolPolicy] | None,
     *,
+    known: Mapping[tuple[str, ToolPolicy | None], Rules | None],
     seen_by_model: bool,
 ) -> Tally:
     """`count_turn` for the original rule alone (the default): consecutive identical calls.
 
     The same rules as `_count_all` with only `repeat` in use and no escalation, in one loop:
-    this runs for every model turn of every agent.
+    this runs for every model turn of every agent. `known` is the configuration's cache of
+    resolved rules.
     """
-    rules_of, cap, known_rules = config.rules, config.arguments_preview_chars, config.rules_cache
-    policy_of = policies.get if policies else None
     tool, key, count, result, reminded = streaks[1:6]
     reminders: list[Reminder] = []
     followups: list[bool] = []
@@ -321,10 +332,12 @@ def _count_repeats(
     longest: tuple[str, int] | None = None
     for position, call in enumerate(calls):
         name = call.tool
-        policy = policy_of(name) if policy_of else None
-        rules = known_rules.get((name, policy)) or rules_of(name, policy)
+        policy = policies.get(name) if policies else None
+        rules = known.get((name, policy))
         if rules is None:
-            continue
+            rules = config.rules(name, policy)  # not resolved yet, or not counted
+            if rules is None:
+                continue
         tracked += 1
         text = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
         new_key = digest(text)
@@ -346,12 +359,20 @@ def _count_repeats(
         reminded = False
         if level is not None:
             reminders.append(
-                Reminder(name, count, level, preview(text, cap), new_key, position=position)
+                Reminder(
+                    name,
+                    count,
+                    level,
+                    preview(text, config.arguments_preview_chars),
+                    new_key,
+                    position=position,
+                )
             )
             reminded = seen_by_model
     # Built with tuple.__new__: a named tuple's own constructor is Python code.
     new = _make(
-        Streaks, (turn, tool, key, count, result, reminded, *streaks[6:10], (), streaks[11])
+        Streaks,
+        (turn, tool, key, count, result, reminded, *streaks[6:10], _NOTHING_SEEN, streaks[11]),
     )
     return _make(Tally, (new, reminders, None, tracked, longest, followups, False))
 
@@ -444,7 +465,7 @@ class _Counting:
         self.result, self.reminded = streaks.result, streaks.reminded
         self.failing, self.error = streaks.failing, streaks.error
         self.failures, self.variants = streaks.failures, streaks.variants
-        self.seen = {c: (r, n) for c, r, n in streaks.seen} if hot.stale else None
+        self.seen = dict(streaks.seen) if hot.stale else None
 
     def reads_results(self, rules: Rules) -> bool:
         return rules.result_aware or self.stale_on
@@ -490,8 +511,12 @@ class _Counting:
             return
         short_key, short_result = digest(f"{tool}\x00{key}")[:16], outcome[:16]
         before = self.seen.pop(short_key, None)
-        times = before[1] + 1 if before is not None and before[0] == short_result else 1
-        self.seen[short_key] = (short_result, times)
+        times = 1
+        if before is not None:
+            _, result, count = before.split(":")  # as `from_dict` checked, or as written here
+            if result == short_result:
+                times = int(count) + 1
+        self.seen[short_key] = f"{short_key}:{short_result}:{times}"
         if len(self.seen) > STALE_MEMORY:
             del self.seen[next(iter(self.seen))]
         counts["stale"] = times
@@ -562,6 +587,6 @@ class _Counting:
             error=self.error,
             failures=self.failures,
             variants=self.variants,
-            seen=() if seen is None else tuple((c, r, n) for c, (r, n) in seen.items()),
+            seen=_NOTHING_SEEN if seen is None else seen,
             escalations=escalations,
         )

@@ -74,6 +74,7 @@ class Compiled(NamedTuple):
     preview: int
     stale_thresholds: tuple[int, ...]
     same_error_thresholds: tuple[int, ...]
+    rules: dict[tuple[str, ToolPolicy | None], Rules | None]  # the cache `rules` fills
 
 
 class _FrozenMapping(Mapping[str, tuple[str, ...]]):
@@ -318,6 +319,7 @@ class ReminderConfig(BaseModel):
             preview=self.arguments_preview_chars,
             stale_thresholds=tuple(self.stale_thresholds),
             same_error_thresholds=tuple(self.same_error_thresholds),
+            rules=self._rules,
         )
 
     # A configuration is a value: equal when its fields, and which were set explicitly (they
@@ -333,7 +335,7 @@ class ReminderConfig(BaseModel):
     @property
     def rules_cache(self) -> dict[tuple[str, ToolPolicy | None], Rules | None]:
         """The rules resolved so far, by tool and policy (see `rules`)."""
-        return self.__pydantic_private__["_rules"]  # type: ignore[index,no-any-return]
+        return self.compiled.rules
 
     @property
     def compiled(self) -> Compiled:

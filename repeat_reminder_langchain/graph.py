@@ -117,6 +117,10 @@ class RepeatToolReminderNode:
             self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
         self._store = StateStore(state_key)
         self._asked = Asked()
+        self._sees = self.config.mode == "remind"  # whether the model sees the reminders
+        # The threads this node stored counts for (None for runs without one): a thread
+        # that comes back without them has a state without the field.
+        self._stored_for: dict[str | None, None] = {}
         self._warned = False
         self._warned_placement = False
 
@@ -129,7 +133,8 @@ class RepeatToolReminderNode:
             tally, before, agent = counted
             if tally.waiting:
                 self._warn_placement()
-            thread = thread_of(config)
+            # Only an escalation needs to know the thread (to name it, or to ask once).
+            thread = thread_of(config) if tally.escalation is not None else None
             if (tally.calls or tally.followups) and self._asked.first_time(
                 tally, self.config, thread
             ):
@@ -138,8 +143,11 @@ class RepeatToolReminderNode:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
         try:
-            action = act(tally, self.config, self.config.message_type, thread)
-            return self._keep(state, agent, before, action)
+            if not tally.reminders and tally.escalation is None:
+                action = Action(tally.streaks, [])  # most turns
+            else:
+                action = act(tally, self.config, self.config.message_type, thread)
+            return self._keep(state, config, agent, before, action)
         except (RepeatToolLoopError, GraphBubbleUp):
             raise
         except Exception:
@@ -171,18 +179,19 @@ class RepeatToolReminderNode:
             return tally, before, agent
         stored, before = self._store.read(state)
         tally = tally_conversation(
-            before,
-            messages,
-            self.config,
-            self.tool_policies,
-            seen_by_model=self.config.mode == "remind",
+            before, messages, self.config, self.tool_policies, seen_by_model=self._sees
         )
-        if not tally.waiting and not stored:
-            self._check_field(state, messages)
+        if not stored and not self._warned:
+            self._check_field(state, messages, thread_of(config))
         return tally, before, None
 
     def _keep(
-        self, state: Any, agent: AgentKey | None, before: Streaks, action: Action
+        self,
+        state: Any,
+        config: RunnableConfig,
+        agent: AgentKey | None,
+        before: Streaks,
+        action: Action,
     ) -> dict[str, Any]:
         """Keep the streaks the action leaves; the state update that adds its messages."""
         update: dict[str, Any] = {}
@@ -190,6 +199,12 @@ class RepeatToolReminderNode:
             self.handler._node_keep(agent, before, action.streaks)
         elif action.streaks != before:
             update.update(self._store.write(state, action.streaks))
+            if not self._warned:
+                thread = thread_of(config)
+                if thread not in self._stored_for:
+                    if len(self._stored_for) >= self._store.limit:
+                        self._stored_for.clear()
+                    self._stored_for[thread] = None
         if action.messages:
             update[self.messages_key] = action.messages
         return update
@@ -203,10 +218,15 @@ class RepeatToolReminderNode:
             "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
         )
 
-    def _check_field(self, state: Any, messages: Sequence[BaseMessage]) -> None:
-        if self._warned:
-            return
-        if read_state(state, self.state_key) is None and _tool_turns(messages) >= 2:
+    def _check_field(self, state: Any, messages: Sequence[BaseMessage], thread: str | None) -> None:
+        # Counts stored for this thread came back missing: the field is not in the state.
+        # (Without a thread, runs share one key: the second tool turn confirms the run is
+        # one the node stored counts in.)
+        if (
+            thread in self._stored_for
+            and read_state(state, self.state_key) is None
+            and _tool_turns(messages) >= 2
+        ):
             self._warned = True
             logger.warning(
                 "RepeatToolReminderNode keeps its counts in the state field %r, which this "

@@ -116,6 +116,7 @@ class RepeatToolReminderMiddleware(
         # reminders are stored in the form it takes, so no model call has to convert them.
         self._model: object = None
         self._keeps_system: bool | None = None
+        self._sees = self.config.mode == "remind"  # whether the model sees the reminders
         self._blocks = (
             self.config.escalate_after is not None
             and self.config.exit_behavior == "block"
@@ -161,8 +162,11 @@ class RepeatToolReminderMiddleware(
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
         """Send stored reminders in a form the provider accepts; see if the model recovers."""
-        prepared, update = self._prepare(request)
-        return self._answered(request, handler(prepared), update)
+        stored = self._stored(request)
+        if not stored:  # most calls: no reminder to convert or follow up
+            return handler(request)
+        prepared, update = self._prepare(request, stored)
+        return self._answered(request, handler(prepared), stored, update)
 
     @override
     async def awrap_model_call(
@@ -171,8 +175,11 @@ class RepeatToolReminderMiddleware(
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
         """Send stored reminders in a form the provider accepts; see if the model recovers."""
-        prepared, update = self._prepare(request)
-        return self._answered(request, await handler(prepared), update)
+        stored = self._stored(request)
+        if not stored:  # most calls: no reminder to convert or follow up
+            return await handler(request)
+        prepared, update = self._prepare(request, stored)
+        return self._answered(request, await handler(prepared), stored, update)
 
     @override
     def wrap_tool_call(
@@ -200,11 +207,7 @@ class RepeatToolReminderMiddleware(
         try:
             stored, before = self._store.read(state)
             tally = tally_conversation(
-                before,
-                state["messages"],
-                self.config,
-                self.tool_policies,
-                seen_by_model=self.config.mode == "remind",
+                before, state["messages"], self.config, self.tool_policies, seen_by_model=self._sees
             )
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
@@ -253,8 +256,8 @@ class RepeatToolReminderMiddleware(
         It notes whether system reminders are stored: the next model call may have to send
         them as user turns.
         """
-        if stored.get("system") or any(m.type == "system" for m in messages):
-            return self._store.write(state, streaks, system=True)
+        if stored.get("system") or (messages and any(m.type == "system" for m in messages)):
+            return self._store.write(state, streaks, _SYSTEM_STORED)
         return self._store.write(state, streaks)
 
     def _message_type(self) -> Literal["system", "human"]:
@@ -269,18 +272,30 @@ class RepeatToolReminderMiddleware(
             self._model, self._keeps_system = model, keeps_system_messages(model)
         return bool(self._keeps_system)
 
+    def _stored(self, request: ModelRequest[ContextT]) -> Mapping[str, Any]:
+        """What this instance stored, if a model call has to act on it: empty otherwise.
+
+        A call acts on stored system reminders (when the model needs them as user turns) and
+        on a reminder the model saw (its answer says whether it recovered).
+        """
+        try:
+            keeps = self._keeps(request.model)  # also the form of reminders stored next
+            stored = self._store.stored(request.state)
+            if stored.get("reminded") is True or (stored.get("system") and not keeps):
+                return stored
+        except Exception:
+            logger.exception("repeat reminder rendering failed; messages sent as stored")
+        return _EMPTY
+
     def _prepare(
-        self, request: ModelRequest[ContextT]
+        self, request: ModelRequest[ContextT], stored: Mapping[str, Any]
     ) -> tuple[ModelRequest[ContextT], dict[str, Any]]:
         """The request, with stored system reminders as user turns if the model needs them.
 
         Also returns the state update that keeps them in that form.
         """
         try:
-            if self._keeps(request.model):
-                return request, {}
-            stored = self._store.stored(request.state)
-            if not stored.get("system"):
+            if not stored.get("system") or self._keeps(request.model):
                 return request, {}
             messages = prepare_messages(request.messages, request.model)
             converted = [
@@ -301,6 +316,7 @@ class RepeatToolReminderMiddleware(
         self,
         request: ModelRequest[ContextT],
         response: ModelResponse[ResponseT],
+        stored: Mapping[str, Any],
         update: dict[str, Any],
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
         """The response, and the state update if the model answered after a reminder.
@@ -308,7 +324,8 @@ class RepeatToolReminderMiddleware(
         A model that answers without a call after a reminder it saw has recovered.
         """
         try:
-            stored = update[SOURCE][self._name] if update else self._store.stored(request.state)
+            if update:
+                stored = update[SOURCE][self._name]
             if stored.get("reminded") is True and _answers(response):
                 self.stats.add_followup(recovered=True)
                 update = {
@@ -341,6 +358,10 @@ class RepeatToolReminderMiddleware(
             logger.exception("repeat reminder check failed; the call runs")
             return None
         return None if escalation is None else blocked_result(escalation, call_id)
+
+
+_EMPTY: Mapping[str, Any] = {}
+_SYSTEM_STORED: Mapping[str, Any] = {"system": True}
 
 
 def _answers(response: ModelResponse[Any]) -> bool:

@@ -29,6 +29,7 @@ POLICY_KEY = "repeat_reminder"
 """The metadata key under which a tool declares its policy."""
 
 _HINTS = (("read_only", "readOnlyHint"), ("idempotent", "idempotentHint"))
+_DECLARING = (POLICY_KEY, "annotations", *(key for _, key in _HINTS))  # what a policy is read from
 
 logger = logging.getLogger(LOGGER_NAME)
 
@@ -207,7 +208,8 @@ class ToolPolicies(dict[str, ToolPolicy]):
         """Read the policy a tool named `name` declares in `metadata`, if it changed."""
         if not isinstance(name, str):
             return
-        if not metadata or not isinstance(metadata, Mapping):
+        if not isinstance(metadata, Mapping) or metadata.keys().isdisjoint(_DECLARING):
+            # Nothing that declares a policy (most tools, and the run metadata callbacks get).
             if name in self._seen:
                 del self._seen[name]
                 self.pop(name, None)

@@ -345,7 +345,7 @@ def test_a_stored_seen_entry_reads_call_result_times(entry: str) -> None:
     expected = f"stored seen entry must read call:result:times, got {entry!r}"
     with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
         Streaks.from_dict({"seen": [entry]})
-    assert Streaks.from_dict({"seen": ["c:r:12", "d::3"]}).seen == (("c", "r", 12), ("d", "", 3))
+    assert Streaks.from_dict({"seen": ["c:r:12", "d::3"]}).seen == {"c": "c:r:12", "d": "d::3"}
 
 
 # Written by 0.2.0 after two identical `probe` calls answering "still running", as text and as
@@ -379,7 +379,7 @@ def test_streaks_stored_by_0_2_go_on_counting_the_same_call_and_result(form: str
     stored = Streaks.from_dict(STORED_AFTER_TWO[form])
     third = count_turn(stored, "t2", [c("2", result=RESULTS[form])], config)
     assert [(r.detector, r.count) for r in third.reminders] == [("repeat", 3)]
-    assert [times for _, _, times in third.streaks.seen] == [3]  # the same result, a third time
+    assert [entry[-2:] for entry in third.streaks.seen.values()] == [":3"]  # the same result, again
     other = count_turn(stored, "t2", [c("2", result=[{"type": "text", "text": "done"}])], config)
     assert (list(other.reminders), other.streaks.count) == ([], 1)
 
