@@ -3,17 +3,21 @@
 Each guard's `create_agent` hooks are called directly, in the order `create_agent` calls
 them — `before_model`, `wrap_model_call`, `after_model`, `wrap_tool_call` — on a conversation
 of `SHORT` and of `LONG` messages whose last turn is new (a new call every turn, as in a long
-run that does not loop). The states each hook sees are recorded once, by playing the turns
-with the guard (so each hook meets the state its previous hooks left); then each hook is
-timed alone over its recorded inputs, `TURNS` calls a batch, against the same calls of a bare
-agent (nothing for `before_model`/`after_model`, the handler itself for the wrappers).
+run that does not loop), `TURNS` turns a batch. Each hook is timed call by call while the
+turns are played through a fresh guard, so that each hook meets the state its previous hooks
+left and each turn reads what the turn before wrote, as in a real run; the bare agent's side
+(nothing for `before_model`/`after_model`, the handler itself for the wrappers) is timed the
+same way over the same inputs. Both sizes of a guard are measured in the same rounds, so that
+their ratio is taken round by round. The targets are multiples of what LangChain's own
+`ToolCallLimitMiddleware` adds in the same run.
 
-The handler with its node and the state-kept node are timed the same way: per turn, every
-callback a graph run fires and the node's call, against a no-op handler and a no-op node.
+The handler with its node and the state-kept node are timed per turn, every callback a graph
+run fires and the node's call, against a no-op handler and a no-op node.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,7 +43,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain.messages import reminder_message
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
-from .measure import Row, interleaved
+from .measure import Row, Samples, interleaved
 
 __all__ = ["run"]
 
@@ -50,9 +54,12 @@ EVERY_DETECTOR: dict[str, Any] = {
     "detect": ["repeat", "stale", "same_error"],
     "error_pattern": "^Error",
 }
-TARGETS = {"guard": 4.0, "guard, progress=result": 4.0, "guard, every detector": 6.0}
+# What each guard may add per turn, as a multiple of what ToolCallLimitMiddleware adds in the
+# same run: 2.5 and 3.75 times are 4 µs and 6 µs where ToolCallLimitMiddleware adds 1.6 µs.
+REFERENCE = "ToolCallLimitMiddleware"
+TARGETS = {"guard": 2.5, "guard, progress=result": 2.5, "guard, every detector": 3.75}
 FLAT = 1.05
-NODE_TARGET = 4.0
+NODE_TARGET = 2.5
 
 GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(thread_limit=10**9),
@@ -96,12 +103,29 @@ def _turns(size: int, stored: bool) -> list[list[BaseMessage]]:
     return turns
 
 
-def _record(middleware: AgentMiddleware[Any, Any, Any], size: int, stored: bool) -> Recorded:
-    """Play `TURNS` turns through the guard's hooks, keeping what each hook was given."""
+def _record(
+    middleware: AgentMiddleware[Any, Any, Any], size: int, stored: bool, timed: str = ""
+) -> tuple[Recorded, float]:
+    """Play `TURNS` turns through the guard's hooks, keeping what each hook was given.
+
+    Also returns the CPU seconds spent in the hook `timed`, call by call.
+    """
     model = ScriptedModel(messages=iter(()))
     hooks = _hooks(middleware)
     recorded = Recorded(middleware, {hook: [] for hook in hooks})
     fields: dict[str, Any] = {}
+    clock = time.perf_counter
+    spent = 0.0
+
+    def run(hook: str, *arguments: Any) -> Any:
+        nonlocal spent
+        recorded.calls[hook].append(arguments)
+        if hook != timed:
+            return getattr(middleware, hook)(*arguments)
+        start = clock()
+        result = getattr(middleware, hook)(*arguments)
+        spent += clock() - start
+        return result
 
     def keep(update: dict[str, Any] | None) -> None:
         for key, value in (update or {}).items():
@@ -111,8 +135,7 @@ def _record(middleware: AgentMiddleware[Any, Any, Any], size: int, stored: bool)
     for index, messages in enumerate(_turns(size, stored)):
         state = {"messages": messages, **fields}
         if "before_model" in hooks:
-            recorded.calls["before_model"].append((state, None))
-            keep(middleware.before_model(state, None))  # type: ignore[arg-type]
+            keep(run("before_model", state, None))
             state = {"messages": messages, **fields}
         answer = tool_turn(2_000_000 + index)
         response = ModelResponse(result=[answer])
@@ -127,20 +150,17 @@ def _record(middleware: AgentMiddleware[Any, Any, Any], size: int, stored: bool)
                 state=state,  # type: ignore[arg-type]
                 runtime=None,  # type: ignore[arg-type]
             )
-            recorded.calls["wrap_model_call"].append((request, _answer(response)))
-            result = middleware.wrap_model_call(request, _answer(response))
+            result = run("wrap_model_call", request, _answer(response))
             keep(getattr(getattr(result, "command", None), "update", None))
         after = {"messages": [*messages[-3:], answer], **fields}  # the tail is all they read
         if "after_model" in hooks:
-            recorded.calls["after_model"].append((after, None))
-            keep(middleware.after_model(after, None))  # type: ignore[arg-type]
+            keep(run("after_model", after, None))
         if "wrap_tool_call" in hooks:
             call = answer.tool_calls[0]
             request = ToolCallRequest(tool_call=call, tool=lookup, state=after, runtime=None)  # type: ignore[arg-type]
             result = ToolMessage("found", tool_call_id=call["id"])
-            recorded.calls["wrap_tool_call"].append((request, _answer(result)))
-            middleware.wrap_tool_call(request, _answer(result))
-    return recorded
+            run("wrap_tool_call", request, _answer(result))
+    return recorded, spent
 
 
 def _answer(value: Any) -> Callable[[Any], Any]:
@@ -165,28 +185,38 @@ def _calls(function: Callable[..., Any], inputs: Sequence[tuple[Any, ...]]) -> f
     return time.process_time() - start
 
 
+def _each(function: Callable[..., Any], inputs: Sequence[tuple[Any, ...]]) -> float:
+    """`_calls`, timed call by call as `_record` times a hook (so both pay for the clock)."""
+    clock = time.perf_counter
+    spent = 0.0
+    for arguments in inputs:
+        start = clock()
+        function(*arguments)
+        spent += clock() - start
+    return spent
+
+
 def _timed(
     make: Callable[[], AgentMiddleware[Any, Any, Any]], size: int, stored: bool, hook: str
 ) -> Callable[[], float]:
-    """Seconds for one hook of a fresh guard over the turns it was just played through.
+    """Seconds for one hook of a fresh guard, timed while the turns are played through it.
 
-    Recorded afresh each time: a guard remembers what it parsed by the identity of what it
-    wrote, as in a real run, where each turn reads what the turn before wrote.
+    Timed in play, not replayed: each turn reads what the turn before wrote, as in a real
+    run (a guard remembers what it parsed by the identity of what it wrote).
     """
-
-    def case() -> float:
-        record = _record(make(), size, stored)
-        return _calls(getattr(record.middleware, hook), record.calls[hook])
-
-    return case
+    return lambda: _record(make(), size, stored, timed=hook)[1]
 
 
 def _timed_bare(
     hook: str | Callable[..., Any], inputs: Sequence[tuple[Any, ...]]
 ) -> Callable[[], float]:
-    """Seconds for a function (or the bare agent's side of `hook`) over recorded inputs."""
-    function = _bare(hook) if isinstance(hook, str) else hook
-    return lambda: _calls(function, inputs)
+    """Seconds for a function over recorded inputs; for `hook`, the bare agent's side of it.
+
+    The bare side of a hook is timed call by call, as the guard's hook is.
+    """
+    if isinstance(hook, str):
+        return lambda: _each(_bare(hook), inputs)
+    return lambda: _calls(hook, inputs)
 
 
 def _bare(hook: str) -> Callable[..., Any]:
@@ -195,63 +225,79 @@ def _bare(hook: str) -> Callable[..., Any]:
     return _nothing
 
 
+def _added(samples: Samples, case: str, baseline: str) -> list[float]:
+    """Microseconds per turn that `case` took over `baseline`, round by round."""
+    pairs = zip(samples.seconds[case], samples.seconds[baseline], strict=True)
+    return [(guard - bare) / TURNS * 1e6 for guard, bare in pairs]
+
+
 def _guard_rows(rounds: int) -> list[Row]:
     rows: list[Row] = []
-    costs: dict[tuple[str, int, str], float] = {}
+    added: dict[tuple[str, int, str], list[float]] = {}  # (guard, size, hook): per round
     for stored in (False, True):
+        # Both sizes in one rotation, so each round's long and short figures are measured
+        # side by side, and their ratio is not the machine's drift between two runs.
+        makers = {name: make for name, make in GUARDS.items() if not stored or name == "guard"}
+        cases: dict[str, Callable[[], float]] = {}
         for size in (SHORT, LONG):
-            makers = {name: make for name, make in GUARDS.items() if not stored or name == "guard"}
-            recorded = {name: _record(make(), size, stored) for name, make in makers.items()}
-            cases: dict[str, Callable[[], float]] = {}
-            for name, record in recorded.items():
-                for hook, inputs in record.calls.items():
-                    cases[f"{name}|{hook}"] = _timed(makers[name], size, stored, hook)
-                    cases[f"bare|{name}|{hook}"] = _timed_bare(hook, inputs)
-            samples = interleaved(cases, rounds)
-            for name, record in recorded.items():
-                for hook in record.calls:
-                    added = [
-                        (guard - bare) / TURNS * 1e6
-                        for guard, bare in zip(
-                            samples.seconds[f"{name}|{hook}"],
-                            samples.seconds[f"bare|{name}|{hook}"],
-                            strict=True,
-                        )
-                    ]
-                    costs[(name, size, hook + (" (stored reminders)" if stored else ""))] = _median(
-                        added
-                    )
-                    rows.append(_us_row(name, hook, size, added, stored))
+            for name, make in makers.items():
+                for hook, inputs in _record(make(), size, stored)[0].calls.items():
+                    cases[f"{name}|{hook}|{size}"] = _timed(make, size, stored, hook)
+                    cases[f"bare|{name}|{hook}|{size}"] = _timed_bare(hook, inputs)
+        samples = interleaved(cases, rounds)
+        for case in cases:
+            if case.startswith("bare|"):
+                continue
+            name, hook, size = case.split("|")
+            label = hook + (" (stored reminders)" if stored else "")
+            added[(name, int(size), label)] = _added(samples, case, f"bare|{case}")
+            rows.append(_us_row(name, hook, int(size), added[(name, int(size), label)], stored))
+    # All hooks of a turn, round by round; the targets are multiples of LangChain's own
+    # ToolCallLimitMiddleware measured beside them, so that they hold on any machine.
+    totals: dict[tuple[str, int], float] = {}
     for name in GUARDS:
         for size in (SHORT, LONG):
-            total = sum(
-                cost
-                for (guard, length, hook), cost in costs.items()
-                if guard == name and length == size and "(" not in hook
-            )
+            hooks = [
+                v for (g, n, h), v in added.items() if g == name and n == size and "(" not in h
+            ]
+            totals[(name, size)] = _median([sum(turn) for turn in zip(*hooks, strict=True)])
+    for name in GUARDS:
+        for size in (SHORT, LONG):
+            factor = TARGETS.get(name)
+            unit = totals[(REFERENCE, size)]
             rows.append(
                 Row(
                     f"hooks.{_key(name)}.total.{size}",
-                    f"{name}: all hooks per turn over a bare agent, {size:,} msgs",
-                    total,
+                    f"{name}: all hooks per turn over a bare agent, {size:,} msgs"
+                    + (f" (target {factor}× {REFERENCE}'s)" if factor else ""),
+                    totals[(name, size)],
                     "us",
-                    TARGETS.get(name),
+                    None if factor is None else factor * unit,
                 )
             )
-    for (name, size, hook), value in sorted(costs.items()):
+    for (name, size, hook), long in sorted(added.items()):
         if name != "guard" or size != LONG:
             continue
-        short = costs[(name, SHORT, hook)]
+        ratios = [b / a for a, b in zip(added[(name, SHORT, hook)], long, strict=True) if a > 0]
         rows.append(
             Row(
                 f"hooks.{_key(name)}.{_key(hook)}.flat",
                 f"{name}: {hook}, {LONG:,} / {SHORT} msgs",
-                value / short if short > 0 else 1.0,
+                _median(ratios) if ratios else 1.0,
                 "ratio",
                 FLAT,
+                _spread(ratios),
             )
         )
     return rows
+
+
+def _spread(ratios: list[float]) -> float:
+    """Half the interquartile range of per-round ratios (as `Samples.spread`)."""
+    if len(ratios) < 2:
+        return 0.0
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return (high - low) / 2
 
 
 def _median(values: list[float]) -> float:
@@ -323,11 +369,12 @@ def _state_turn(node: Callable[..., Any]) -> Callable[..., Any]:
     return turn
 
 
-def _node_rows(rounds: int) -> list[Row]:
+def _node_rows(rounds: int, unit: dict[int, float]) -> list[Row]:
+    """The nodes' rows; `unit` is ToolCallLimitMiddleware's cost per turn, by size."""
     rows: list[Row] = []
-    per_turn: dict[tuple[str, int], float] = {}
+    cases: dict[str, Callable[[], float]] = {}
     for size in (SHORT, LONG):
-        turns = _graph_turns(size)
+        inputs = [(messages,) for messages in _graph_turns(size)]
         handler = RepeatToolReminderCallbackHandler()
         makers = {
             "handler + node": lambda h=handler: _handler_turn(h, RepeatToolReminderNode(h)),
@@ -335,26 +382,36 @@ def _node_rows(rounds: int) -> list[Row]:
             "state-kept node": lambda: _state_turn(RepeatToolReminderNode()),
             "no-op node": lambda: _state_turn(_noop_node),
         }
-        inputs = [(messages,) for messages in turns]
-        cases = {name: _timed_bare(make(), inputs) for name, make in makers.items()}
-        samples = interleaved(cases, rounds)
-        for name, baseline in (
-            ("handler + node", "no-op handler + no-op node"),
-            ("state-kept node", "no-op node"),
-        ):
-            pairs = zip(samples.seconds[name], samples.seconds[baseline], strict=True)
-            added = [(guard - bare) / TURNS * 1e6 for guard, bare in pairs]
+        for name, make in makers.items():
+            cases[f"{name}|{size}"] = _timed_bare(make(), inputs)
+    samples = interleaved(cases, rounds)
+    for name, baseline in (
+        ("handler + node", "no-op handler + no-op node"),
+        ("state-kept node", "no-op node"),
+    ):
+        per_size = {
+            size: _added(samples, f"{name}|{size}", f"{baseline}|{size}") for size in (SHORT, LONG)
+        }
+        for size, added in per_size.items():
             label = f"{name}: per turn over {baseline}, {size:,} msgs"
-            label += f" (min {min(added):.2f}, max {max(added):.2f})"
-            per_turn[(name, size)] = _median(added)
-            rows.append(Row(f"hooks.{_key(name)}.{size}", label, _median(added), "us", NODE_TARGET))
-    for name in ("handler + node", "state-kept node"):
-        short, long = per_turn[(name, SHORT)], per_turn[(name, LONG)]
+            label += f" (min {min(added):.2f}, max {max(added):.2f};"
+            label += f" target {NODE_TARGET}× {REFERENCE}'s)"
+            target = NODE_TARGET * unit[size]
+            rows.append(Row(f"hooks.{_key(name)}.{size}", label, _median(added), "us", target))
+        ratios = [b / a for a, b in zip(per_size[SHORT], per_size[LONG], strict=True) if a > 0]
         label = f"{name}: per turn, {LONG:,} / {SHORT} msgs"
-        rows.append(Row(f"hooks.{_key(name)}.flat", label, long / short, "ratio", FLAT))
+        rows.append(
+            Row(f"hooks.{_key(name)}.flat", label, _median(ratios), "ratio", FLAT, _spread(ratios))
+        )
     return rows
 
 
 def run(rounds: int) -> list[Row]:
     """The per-hook table, the totals and the flatness ratios; the nodes' per-turn costs."""
-    return [*_guard_rows(rounds), *_node_rows(rounds)]
+    rows = _guard_rows(rounds)
+    reference = _key(REFERENCE)
+    unit = {
+        size: next(r.value for r in rows if r.key == f"hooks.{reference}.total.{size}")
+        for size in (SHORT, LONG)
+    }
+    return [*rows, *_node_rows(rounds, unit)]
