@@ -18,6 +18,7 @@ from langchain_core.messages import (
 from repeat_reminder_langchain import Reminder, ReminderConfig
 from repeat_reminder_langchain._conversation import (
     Turn,
+    _step,
     continues,
     is_user_message,
     latest_turn,
@@ -26,7 +27,7 @@ from repeat_reminder_langchain._conversation import (
     read_state,
     tally_conversation,
 )
-from repeat_reminder_langchain._streaks import Streaks
+from repeat_reminder_langchain._streaks import Call, Streaks
 from repeat_reminder_langchain.messages import (
     blocked_result,
     escalation_message,
@@ -170,6 +171,91 @@ def test_a_turn_is_known_by_its_message_id_or_else_its_position_and_call_ids(
     assert latest_turn(messages).id == stored  # type: ignore[union-attr]
     assert counted(messages).streaks.turn == stored
     assert continues([*messages, HumanMessage("a reminder, say")], stored)
+
+
+def steady() -> list[Any]:
+    """The most common step: a turn with one call, answered, right after the previous one's."""
+    return [
+        HumanMessage("go"),
+        AIMessage("", id="t1", tool_calls=[call("probe", {"q": 1}, "a")]),
+        result("a"),
+        AIMessage("", id="t2", tool_calls=[call("probe", {"q": 2}, "b")]),
+        result("b", "no such file", status="error"),
+    ]
+
+
+def test_the_common_step_is_read_from_its_last_four_messages() -> None:
+    messages = steady()
+    assert _step(messages, len(messages)) == ("t2", Call("b", "probe", {"q": 2}, "no such file", True))
+    assert _step(messages, 3) is None  # read as it stood then: the first turn, after the user
+    refused = blocked_result(Escalation("probe", 8, "repeat", "{}", "block", "d", 0), "b")
+    assert _step([*messages[:-1], refused], 5) == ("t2", Call("b", "probe", {"q": 2}, None, True))
+
+
+def _replace(position: int, message: Any) -> Any:
+    def change(messages: list[Any]) -> None:
+        messages[position] = message
+
+    return change
+
+
+def _insert(position: int, message: Any) -> Any:
+    def change(messages: list[Any]) -> None:
+        messages.insert(position, message)
+
+    return change
+
+
+TWO_CALLS = AIMessage("", id="t2", tool_calls=[call("probe", {"q": 2}, "b"), call("ls", None, "c")])
+STOPPED = AIMessage("I am done", id="t1")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(_insert(3, HumanMessage("and now?")), id="the user spoke between the turns"),
+        pytest.param(_replace(1, STOPPED), id="the model had stopped before"),
+        pytest.param(_insert(3, result("a", "again")), id="the previous turn had two results"),
+        pytest.param(_replace(3, TWO_CALLS), id="two calls"),
+        pytest.param(
+            _replace(3, AIMessage("", tool_calls=[call("probe", {"q": 2}, "b")])), id="no turn id"
+        ),
+        pytest.param(
+            _replace(3, AIMessage("", id="t2", tool_calls=[{**call("probe"), "id": None}])),
+            id="a call without an id",
+        ),
+        pytest.param(
+            _replace(
+                3,
+                AIMessage(
+                    "",
+                    id="t2",
+                    tool_calls=[call("probe", {"q": 2}, "b")],
+                    invalid_tool_calls=[{**INVALID, "name": "probe", "args": "{", "id": "c"}],
+                ),
+            ),
+            id="an invalid call too",
+        ),
+        pytest.param(_replace(4, result("z")), id="the newest result answers another call"),
+        pytest.param(_replace(4, HumanMessage("stop")), id="the user spoke last"),
+        pytest.param(_replace(2, SystemMessage("a note")), id="no result of the previous turn"),
+        pytest.param(_replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])), id="a chunk"),
+    ],
+)
+def test_any_other_step_is_left_to_the_general_reading(change: Any) -> None:
+    messages = steady()
+    change(messages)
+    assert _step(messages, len(messages)) is None
+
+
+def test_the_common_step_counts_as_the_general_reading_does() -> None:
+    messages = steady()
+    tally = counted(messages, Streaks(turn="t1", tool="probe", digest="d", count=1))
+    # A message after the result takes the general reading, which finds the same.
+    general = [*messages, SystemMessage("a note")]
+    assert tally == counted(general, Streaks(turn="t1", tool="probe", digest="d", count=1))
+    assert (tally.calls, tally.streaks.turn, tally.streaks.count) == (1, "t2", 1)
+    assert counted(messages, Streaks(turn="t2")).calls == 0  # counted already
 
 
 def test_a_conversation_continues_a_turn_only_while_that_turn_is_its_latest() -> None:
