@@ -186,7 +186,10 @@ def steady() -> list[Any]:
 
 def test_the_common_step_is_read_from_its_last_four_messages() -> None:
     messages = steady()
-    assert _step(messages, len(messages)) == ("t2", Call("b", "probe", {"q": 2}, "no such file", True))
+    assert _step(messages, len(messages)) == (
+        "t2",
+        Call("b", "probe", {"q": 2}, "no such file", True),
+    )
     assert _step(messages, 3) is None  # read as it stood then: the first turn, after the user
     refused = blocked_result(Escalation("probe", 8, "repeat", "{}", "block", "d", 0), "b")
     assert _step([*messages[:-1], refused], 5) == ("t2", Call("b", "probe", {"q": 2}, None, True))
@@ -239,7 +242,10 @@ STOPPED = AIMessage("I am done", id="t1")
         pytest.param(_replace(4, result("z")), id="the newest result answers another call"),
         pytest.param(_replace(4, HumanMessage("stop")), id="the user spoke last"),
         pytest.param(_replace(2, SystemMessage("a note")), id="no result of the previous turn"),
-        pytest.param(_replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])), id="a chunk"),
+        pytest.param(
+            _replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])),
+            id="a chunk",
+        ),
     ],
 )
 def test_any_other_step_is_left_to_the_general_reading(change: Any) -> None:
