@@ -421,6 +421,16 @@ def test_message_chunks_are_read_as_the_messages_they_are_part_of() -> None:
     following = [HumanMessage("go"), *messages, turn(call("probe", None, "b")), result("b")]
     previous = Streaks(turn="#1:a", tool="probe", digest=_digest({}), count=1)
     assert counted(following, previous).streaks.count == 2
+    # The results of a turn of several calls are chunks too.
+    two = AIMessageChunk("", tool_call_chunks=[chunk, {**chunk, "id": "b", "index": 1}])
+    answered = [
+        two,
+        ToolMessageChunk("one", tool_call_id="a"),
+        ToolMessageChunk("2", tool_call_id="b"),
+    ]
+    found = latest_turn(answered)
+    assert found is not None and found.complete
+    assert [(c.id, c.result) for c in found.calls] == [("a", "one"), ("b", "2")]
 
 
 def test_the_guards_reminder_after_a_turn_is_not_the_user_speaking() -> None:

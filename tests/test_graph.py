@@ -497,6 +497,23 @@ def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_la
     assert not any("which this graph's state does not have" in line for line in warned), warned
 
 
+def test_a_state_kept_node_remembers_a_bounded_number_of_threads() -> None:
+    node = RepeatToolReminderNode()
+    node._store.limit = 2
+    made = turn(call("probe", SAME))
+    state = {
+        "messages": [
+            HumanMessage("go"),
+            made,
+            ToolMessage("found", tool_call_id=made.tool_calls[0]["id"]),
+        ]
+    }
+    for number in range(5):
+        assert "repeat_tool_reminder" in node(state, {"configurable": {"thread_id": str(number)}})
+        assert len(node._stored_for) <= 2
+    assert "4" in node._stored_for
+
+
 # -- construction -----------------------------------------------------------------------------
 
 

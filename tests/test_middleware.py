@@ -397,6 +397,32 @@ def test_reminders_stored_before_the_model_was_seen_are_converted_once_and_kept_
     assert stored["RepeatToolReminderMiddleware"].get("system") is False
 
 
+def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    saver, config = InMemorySaver(), thread("unconvertible")
+    first = agent_with(
+        scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware(), checkpointer=saver
+    )
+    first.invoke(ask(), config, interrupt_before=["tools"])
+    for _ in range(2):
+        first.invoke(None, config, interrupt_before=["tools"])  # the third call is pending
+    monkeypatch.setattr(middleware_module, "prepare_messages", broken)
+    model = scripted([])
+    resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = resumed.invoke(None, config)["messages"]
+
+    assert_adjacent(messages)
+    assert model.seen[0][-1].type == "system"  # as it is stored
+    assert "repeat reminder rendering failed; messages sent as stored" in {
+        r.getMessage() for r in caplog.records
+    }
+
+
 # -- instances, names and failures ------------------------------------------------------------
 
 

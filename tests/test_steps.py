@@ -107,6 +107,8 @@ def test_stored_streaks_are_read_from_dicts_objects_and_other_mappings(
     assert store.update(state(), data) == {"field": {"mine": data}}
     assert store.update(state(field="garbage"), data) == {"field": {"mine": data}}
     assert store.update(state(field={"other": 1}), data) == {"field": {"other": 1, "mine": data}}
+    others = MappingProxyType({"other": 1})
+    assert store.update(state(field=others), data) == {"field": {"other": 1, "mine": data}}
     assert StateStore("field").update(state(), data) == {"field": data}
 
 
@@ -126,10 +128,9 @@ def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
 def test_what_was_parsed_is_remembered_and_the_oldest_forgotten_first() -> None:
     store = StateStore("field")
     store.limit = 3
-    written: list[Any] = []
-    for count in range(1, 6):
-        update = store.write({}, Streaks(turn="t", count=count))
-        written.append(update["field"])
+    streaks = [Streaks(turn="t", count=count) for count in range(1, 6)]
+    written = [store.write({}, kept)["field"] for kept in streaks]
     assert len(store._parsed) == 3
-    assert store.streaks({"field": written[-1]}).count == 5  # the newest, remembered
-    assert store.streaks({"field": written[0]}).count == 1  # the oldest, parsed again
+    assert store.streaks({"field": written[-1]}) is streaks[-1]  # the newest, remembered
+    again = store.streaks({"field": written[0]})  # the oldest, parsed again
+    assert again == streaks[0] and again is not streaks[0]
