@@ -151,17 +151,23 @@ def agent_graph(
     *,
     tool_node: ToolNode | None = None,
     checkpointer: Any = None,
+    after_tools: RepeatToolReminderNode | None = None,
+    state: Any = MessagesState,
 ) -> Any:
-    """The custom agent of the README: model → tools → reminder node → model."""
-    builder = StateGraph(MessagesState)
+    """The custom agent of the README: model → tools → reminder node → model.
+
+    The node is the handler's, or `after_tools` (a state-kept node, with its `state`).
+    """
+    builder = StateGraph(state)
     builder.add_node("agent", model_node(model))
     builder.add_node("tools", tool_node or ToolNode(tools, handle_tool_errors=True))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
-    if handler is None:
+    node = after_tools or (None if handler is None else RepeatToolReminderNode(handler))
+    if node is None:
         builder.add_edge("tools", "agent")
     else:
-        builder.add_node("repeat_reminder", RepeatToolReminderNode(handler))
+        builder.add_node("repeat_reminder", node)
         builder.add_edge("tools", "repeat_reminder")
         builder.add_edge("repeat_reminder", "agent")
     return builder.compile(checkpointer=checkpointer)

@@ -478,18 +478,12 @@ def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_la
     for number in range(3):
         made = turn(call("probe", {"q": f"earlier {number}"}))
         history += [made, ToolMessage("found", tool_call_id=made.tool_calls[0]["id"])]
-    node = RepeatToolReminderNode()
-    builder = StateGraph(RepeatToolReminderState)
-    builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
-    builder.add_node("tools", ToolNode([probe]))
-    builder.add_node("repeat_reminder", node)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_edge("repeat_reminder", "agent")
     model = scripted(repeat("probe", SAME, 3))
+    graph = agent_graph(
+        model, [probe], None, after_tools=RepeatToolReminderNode(), state=RepeatToolReminderState
+    )
     with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        messages = builder.compile().invoke({"messages": history})["messages"]
+        messages = graph.invoke({"messages": history})["messages"]
 
     assert_adjacent(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]

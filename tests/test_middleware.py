@@ -373,17 +373,23 @@ def test_a_model_that_takes_system_messages_gets_them_in_place() -> None:
     assert any(m is reminder for m in model.seen[-1])  # sent as it is stored
 
 
-def test_reminders_stored_before_the_model_was_seen_are_converted_once_and_kept_so() -> None:
-    # A new process resumes a thread: its guard has not seen the model when it stores the
-    # reminder, so it stores the configured SystemMessage; the first model call sends it as
-    # a user turn and keeps that form in state.
-    saver, config = InMemorySaver(), thread("restarted")
+def _third_call_pending(name: str) -> tuple[InMemorySaver, Any]:
+    """A thread whose third identical call waits for its tool, checkpointed."""
+    saver, config = InMemorySaver(), thread(name)
     first = agent_with(
         scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware(), checkpointer=saver
     )
     first.invoke(ask(), config, interrupt_before=["tools"])
     for _ in range(2):
-        first.invoke(None, config, interrupt_before=["tools"])  # the third call is pending
+        first.invoke(None, config, interrupt_before=["tools"])
+    return saver, config
+
+
+def test_reminders_stored_before_the_model_was_seen_are_converted_once_and_kept_so() -> None:
+    # A new process resumes a thread: its guard has not seen the model when it stores the
+    # reminder, so it stores the configured SystemMessage; the first model call sends it as
+    # a user turn and keeps that form in state.
+    saver, config = _third_call_pending("restarted")
     model = scripted([])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
     messages = resumed.invoke(None, config)["messages"]
@@ -403,13 +409,7 @@ def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    saver, config = InMemorySaver(), thread("unconvertible")
-    first = agent_with(
-        scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware(), checkpointer=saver
-    )
-    first.invoke(ask(), config, interrupt_before=["tools"])
-    for _ in range(2):
-        first.invoke(None, config, interrupt_before=["tools"])  # the third call is pending
+    saver, config = _third_call_pending("unconvertible")
     monkeypatch.setattr(middleware_module, "prepare_messages", broken)
     model = scripted([])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
