@@ -2,8 +2,12 @@
 
 Reads mutmut's results in mutants/ and prints, per mutated module and overall, how many of its
 mutants the tests killed, then every mutant that was not killed. A time-out counts as killed (the
-mutant made a test hang); a crash of the test process too. "Suspicious" (an exit code mutmut
-cannot read) is counted apart, and is not a kill.
+mutant made mutmut stop its tests); a crash of the test process too. "Suspicious" (an exit code
+mutmut cannot read) is counted apart, and is not a kill. A failure that took as long as the
+suite's own per-test timeout (pytest-timeout, `timeout` in pyproject.toml) is "hung", and is not
+a kill either: a test stopped by its timeout fails whether the mutant made it wait or the test
+deadlocked in mutmut's forked worker (threads do not survive a fork), and only running the
+mutant's tests outside mutmut (`MUTANT_UNDER_TEST=NAME pytest ...` in a copy of mutants/) tells.
 
 A surviving mutant is either a gap in the tests or a change that cannot change behaviour: the
 second kind is listed in tests/mutation-equivalent.txt, one a line, as
@@ -27,6 +31,7 @@ import hashlib
 import json
 import re
 import sys
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +51,9 @@ TIMEOUT: dict[int | None, str] = {
 }
 CRASHED: dict[int | None, str] = {-11: "segfault", -9: "segfault"}
 SURVIVED: dict[int | None, str] = {0: "survived", 5: "no tests", 33: "no tests"}
+HUNG = -1000  # not an exit code mutmut writes: a failure that lasted the test timeout
 NOT_RUN: dict[int | None, str] = {
+    HUNG: "hung",
     None: "not checked",
     2: "interrupted",
     34: "skipped",
@@ -98,13 +105,29 @@ def read_equivalent(path: Path) -> tuple[dict[str, Entry], list[str]]:
 
 
 def read_results(root: Path) -> dict[str, dict[str, int | None]]:
-    """Each mutated module's mutants and their exit codes, from mutmut's meta files."""
+    """Each mutated module's mutants and their exit codes, from mutmut's meta files.
+
+    A failure that lasted the per-test timeout reads as the code `HUNG`.
+    """
+    limit = test_timeout(root)
     results: dict[str, dict[str, int | None]] = {}
     for meta in sorted((root / MUTANTS).rglob("*.py.meta")):
         source = meta.relative_to(root / MUTANTS).with_suffix("").with_suffix("")
         module = ".".join(source.parts)
-        results[module] = json.loads(meta.read_text(encoding="utf-8"))["exit_code_by_key"]
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        durations = data.get("durations_by_key", {})
+        results[module] = {
+            name: HUNG if code in KILLED and durations.get(name, 0.0) >= limit else code
+            for name, code in data["exit_code_by_key"].items()
+        }
     return results
+
+
+def test_timeout(root: Path) -> float:
+    """The suite's per-test timeout in seconds (pytest-timeout), or no limit."""
+    with (root / "pyproject.toml").open("rb") as file:
+        options = tomllib.load(file).get("tool", {}).get("pytest", {}).get("ini_options", {})
+    return float(options.get("timeout", "inf"))
 
 
 def source_path(module: str) -> Path:
@@ -161,6 +184,11 @@ def score(results: dict[str, dict[str, int | None]]) -> tuple[float, list[Surviv
             elif state in ("not checked", "interrupted"):
                 unfinished.append(
                     f"{name}: {state}: the run did not finish; run `mutmut run` again"
+                )
+            elif state == "hung":
+                unfinished.append(
+                    f"{name}: hung: its tests failed only by their timeout; run them outside "
+                    "mutmut to tell whether the mutant or the forked worker hangs"
                 )
     overall = _percent(totals["kills"], totals["counted"])
     print(

@@ -125,6 +125,12 @@ def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
     ]
 
 
+def test_a_named_store_reads_what_it_wrote_without_parsing_it_again() -> None:
+    store = StateStore("field", "mine")
+    kept = Streaks(turn="t", tool="probe", digest="d", count=2)
+    assert store.streaks(store.write({}, kept)) is kept
+
+
 def test_what_was_parsed_is_remembered_and_the_oldest_forgotten_first() -> None:
     store = StateStore("field")
     store.limit = 3
