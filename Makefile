@@ -105,6 +105,7 @@ evaluate: $(READY)
 mutate: $(READY)
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2
+	PYTHONPATH=scripts $(BIN)/python scripts/mutation_recheck.py
 	$(BIN)/python scripts/mutation_report.py
 
 notebooks: $(READY)
