@@ -7,7 +7,7 @@ turn is counted, back to the turn before it — so the cost does not grow with t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -218,34 +218,24 @@ def _since_previous_turn(
     return spoke, stopped
 
 
-def _step(messages: Sequence[BaseMessage], end: int) -> tuple[str, Call] | None:
-    """The most common step, read from the last four messages: its new turn and its one call.
+def _follows_previous_turn(messages: Sequence[BaseMessage], end: int) -> bool:
+    """Whether the newest message answers a model turn that came right after the previous one.
 
-    That is a model turn with one call, answered by the newest message, right after the
-    previous turn's one result: no one spoke and the model did not stop between the two, so
-    the general reading would find what this finds. None for anything else.
+    That is `[…, model turn with calls, its result, model turn, result]` at the end of
+    `messages[:end]`, the shape of most steps: since the previous turn the user did not speak
+    and the model did not stop. Read from the last four messages, it tells what the two
+    backward reads of the conversation (`_scan`, `_since_previous_turn`) would find.
     """
     if end < 4:
-        return None
-    message, answer, before = messages[end - 2], messages[end - 1], messages[end - 4]
-    if not (
-        type(answer) is ToolMessage
-        and type(message) is AIMessage
+        return False
+    before = messages[end - 4]
+    return (
+        type(messages[end - 1]) is ToolMessage
+        and type(messages[end - 2]) is AIMessage
         and type(messages[end - 3]) is ToolMessage
         and type(before) is AIMessage
-        and before.tool_calls
-    ):
-        return None
-    tool_calls, turn_id = message.tool_calls, message.id
-    if len(tool_calls) != 1 or message.invalid_tool_calls or not turn_id:
-        return None
-    tool_call = tool_calls[0]
-    call_id = tool_call.get("id")
-    if not call_id or call_id != answer.tool_call_id:
-        return None
-    result, error = _outcome(answer)
-    # Built with tuple.__new__: a named tuple's own constructor is Python code.
-    return turn_id, _make(Call, (call_id, tool_call["name"], tool_call["args"], result, error))
+        and bool(before.tool_calls)
+    )
 
 
 def tally_conversation(
@@ -269,13 +259,10 @@ def tally_conversation(
     each counted call reached (see `count_turn`).
     """
     end = len(messages) if end is None else end
-    step = _step(messages, end)
-    if step is not None:
-        turn_id, call = step
-        return count_turn(
-            streaks, turn_id, (call,), config, policies, seen_by_model=seen_by_model, trace=trace
-        )
-    index, message, spoke_after = _scan(messages, end)
+    adjacent = _follows_previous_turn(messages, end)  # most steps: then what both reads find
+    index, message, spoke_after = (
+        (end - 2, cast("AIMessage", messages[end - 2]), False) if adjacent else _scan(messages, end)
+    )
     if message is None or not _makes_calls(message):
         followups: tuple[bool, ...] = ()
         if message is not None and streaks.reminded and tag_of(message) is None:
@@ -287,7 +274,9 @@ def tally_conversation(
     turn = _turn(message, index, messages, end, turn_id)
     if not turn.complete:
         return Tally(streaks.reset() if spoke_after else streaks, waiting=True)
-    spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)
+    spoke_before, stopped = (
+        (False, False) if adjacent else _since_previous_turn(messages, index, streaks.reminded)
+    )
     stops: tuple[bool, ...] = ()
     if stopped and streaks.reminded:
         stops, streaks = (True,), streaks._replace(reminded=False)

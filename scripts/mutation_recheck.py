@@ -4,9 +4,10 @@ mutmut runs a mutant's tests in a worker forked from its own process; a test tha
 threads can deadlock there, and then fails by the suite's per-test timeout whether or not the
 mutant changed anything (`scripts/mutation_report.py` calls these "hung"). This runs each hung
 mutant's tests again in a new Python process, from a copy of mutants/ with the current tests,
-stopping at the first failure, and records the outcome in mutmut's results as mutmut does:
-exit code 1 when a test fails (a hang there counts: nothing was forked), 0 when all pass.
-Run from the project's root after `mutmut run`.
+stopping at the first failure, and records the outcome beside mutmut's results (see
+`mutation_report.RECHECKED`): exit code 1 when a test fails (a hang there counts: nothing was
+forked), 0 when all pass. Run from the project's root after `mutmut run`; name mutants to check
+only those.
 """
 
 from __future__ import annotations
@@ -21,22 +22,28 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mutation_report import HUNG, MUTANTS, read_results
+from mutation_report import HUNG, MUTANTS, RECHECKED, read_results
 
 TIMEOUT = "60"  # seconds a test may take outside the fork: twice what the slowest needs
 
 
 def tests_for(name: str) -> list[str]:
-    """The tests mutmut runs for the mutant (from its stats)."""
+    """The test files holding the tests mutmut runs for the mutant (from its stats).
+
+    Whole files: pytest cannot always parse back the ids mutmut lists (parameters with
+    escapes), and more tests can only tell more.
+    """
     found = subprocess.run(
         [sys.executable, "-m", "mutmut", "tests-for-mutant", name],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    return [line for line in found.stdout.splitlines() if line.startswith("tests/")]
+    return sorted(
+        {line.split("::")[0] for line in found.stdout.splitlines() if line.startswith("tests/")}
+    )
 
 
 def recheck(name: str, copy: Path) -> tuple[str, int, float]:
-    """Run the mutant's tests in a new process; its exit code and how long it took."""
+    """Run the mutant's tests in a new process; 1 when one fails, 0 when all pass, and the time."""
     tests = tests_for(name)
     start = time.monotonic()
     ran = subprocess.run(
@@ -45,17 +52,22 @@ def recheck(name: str, copy: Path) -> tuple[str, int, float]:
         cwd=copy, env={**os.environ, "MUTANT_UNDER_TEST": name},
         capture_output=True, check=False,
     )  # fmt: skip
-    return name, 0 if ran.returncode == 0 else 1, time.monotonic() - start
+    if ran.returncode not in (0, 1):  # not a verdict: pytest could not run the tests
+        raise RuntimeError(
+            f"{name}: pytest exited {ran.returncode}:\n{ran.stdout.decode()[-2000:]}"
+        )
+    return name, ran.returncode, time.monotonic() - start
 
 
 def main() -> int:
     """Re-check every hung mutant, two at a time; print and record each outcome."""
     root = Path.cwd()
+    wanted = set(sys.argv[1:])
     hung = [
         (module, name)
         for module, codes in read_results(root).items()
         for name, code in codes.items()
-        if code == HUNG
+        if code == HUNG and (not wanted or name in wanted)
     ]
     print(f"{len(hung)} hung mutants to check again")
     with tempfile.TemporaryDirectory() as temporary:
@@ -69,8 +81,7 @@ def main() -> int:
         print(f"  {'killed' if code else 'survived':<8}  {name}  ({seconds:.0f} s)")
         meta = root / MUTANTS / Path(*module.split(".")).with_suffix(".py.meta")
         data = json.loads(meta.read_text(encoding="utf-8"))
-        data["exit_code_by_key"][name] = code
-        data["durations_by_key"][name] = seconds
+        data.setdefault(RECHECKED, {})[name] = [code, data["durations_by_key"][name]]
         meta.write_text(json.dumps(data), encoding="utf-8")
     return 0
 

@@ -52,6 +52,9 @@ TIMEOUT: dict[int | None, str] = {
 CRASHED: dict[int | None, str] = {-11: "segfault", -9: "segfault"}
 SURVIVED: dict[int | None, str] = {0: "survived", 5: "no tests", 33: "no tests"}
 HUNG = -1000  # not an exit code mutmut writes: a failure that lasted the test timeout
+# In a meta file, beside mutmut's own results: NAME -> [exit code, the duration mutmut had
+# recorded], written by scripts/mutation_recheck.py; stale once mutmut runs the mutant again.
+RECHECKED = "rechecked_by_key"
 NOT_RUN: dict[int | None, str] = {
     HUNG: "hung",
     None: "not checked",
@@ -116,10 +119,17 @@ def read_results(root: Path) -> dict[str, dict[str, int | None]]:
         module = ".".join(source.parts)
         data = json.loads(meta.read_text(encoding="utf-8"))
         durations = data.get("durations_by_key", {})
-        results[module] = {
-            name: HUNG if code in KILLED and durations.get(name, 0.0) >= limit else code
-            for name, code in data["exit_code_by_key"].items()
-        }
+        rechecked = data.get(RECHECKED, {})
+        codes: dict[str, int | None] = {}
+        for name, code in data["exit_code_by_key"].items():
+            again = rechecked.get(name)
+            if again is not None and again[1] == durations.get(name):
+                codes[name] = again[0]  # checked again since mutmut ran it, in a fresh process
+            elif code in KILLED and durations.get(name, 0.0) >= limit:
+                codes[name] = HUNG
+            else:
+                codes[name] = code
+        results[module] = codes
     return results
 
 

@@ -18,7 +18,7 @@ from langchain_core.messages import (
 from repeat_reminder_langchain import Reminder, ReminderConfig
 from repeat_reminder_langchain._conversation import (
     Turn,
-    _step,
+    _follows_previous_turn,
     continues,
     is_user_message,
     latest_turn,
@@ -27,7 +27,8 @@ from repeat_reminder_langchain._conversation import (
     read_state,
     tally_conversation,
 )
-from repeat_reminder_langchain._streaks import Call, Streaks
+from repeat_reminder_langchain._streaks import Streaks
+from repeat_reminder_langchain.canonical import canonicalize, digest
 from repeat_reminder_langchain.messages import (
     blocked_result,
     escalation_message,
@@ -184,15 +185,10 @@ def steady() -> list[Any]:
     ]
 
 
-def test_the_common_step_is_read_from_its_last_four_messages() -> None:
+def test_the_common_step_is_known_from_its_last_four_messages() -> None:
     messages = steady()
-    assert _step(messages, len(messages)) == (
-        "t2",
-        Call("b", "probe", {"q": 2}, "no such file", True),
-    )
-    assert _step(messages, 3) is None  # read as it stood then: the first turn, after the user
-    refused = blocked_result(Escalation("probe", 8, "repeat", "{}", "block", "d", 0), "b")
-    assert _step([*messages[:-1], refused], 5) == ("t2", Call("b", "probe", {"q": 2}, None, True))
+    assert _follows_previous_turn(messages, len(messages))
+    assert not _follows_previous_turn(messages, 3)  # as it stood then: the first turn
 
 
 def _replace(position: int, message: Any) -> Any:
@@ -213,53 +209,72 @@ TWO_CALLS = AIMessage("", id="t2", tool_calls=[call("probe", {"q": 2}, "b"), cal
 STOPPED = AIMessage("I am done", id="t1")
 
 
-@pytest.mark.parametrize(
-    "change",
+INVALID_TOO = AIMessage(
+    "",
+    id="t2",
+    tool_calls=[call("probe", {"q": 2}, "b")],
+    invalid_tool_calls=[{**INVALID, "name": "probe", "args": "{", "id": "c"}],
+)
+# Steps other than the common one: whether each still has its shape (and takes the shortcut,
+# the turn itself read as every turn is), or not.
+VARIANTS = pytest.mark.parametrize(
+    ("change", "shortcut"),
     [
-        pytest.param(_insert(3, HumanMessage("and now?")), id="the user spoke between the turns"),
-        pytest.param(_replace(1, STOPPED), id="the model had stopped before"),
-        pytest.param(_insert(3, result("a", "again")), id="the previous turn had two results"),
-        pytest.param(_replace(3, TWO_CALLS), id="two calls"),
+        pytest.param(_insert(3, HumanMessage("and now?")), False, id="the user spoke between"),
+        pytest.param(_replace(1, STOPPED), False, id="the model had stopped before"),
+        pytest.param(_insert(3, result("a", "again")), False, id="two results before"),
+        pytest.param(_replace(4, HumanMessage("stop")), False, id="the user spoke last"),
+        pytest.param(_replace(2, SystemMessage("a note")), False, id="no result before"),
         pytest.param(
-            _replace(3, AIMessage("", tool_calls=[call("probe", {"q": 2}, "b")])), id="no turn id"
+            _replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])),
+            False,
+            id="a chunk",
+        ),
+        pytest.param(_replace(3, TWO_CALLS), True, id="two calls"),
+        pytest.param(
+            _replace(3, AIMessage("", tool_calls=[call("probe", {"q": 2}, "b")])),
+            True,
+            id="no turn id",
         ),
         pytest.param(
             _replace(3, AIMessage("", id="t2", tool_calls=[{**call("probe"), "id": None}])),
+            True,
             id="a call without an id",
         ),
-        pytest.param(
-            _replace(
-                3,
-                AIMessage(
-                    "",
-                    id="t2",
-                    tool_calls=[call("probe", {"q": 2}, "b")],
-                    invalid_tool_calls=[{**INVALID, "name": "probe", "args": "{", "id": "c"}],
-                ),
-            ),
-            id="an invalid call too",
-        ),
-        pytest.param(_replace(4, result("z")), id="the newest result answers another call"),
-        pytest.param(_replace(4, HumanMessage("stop")), id="the user spoke last"),
-        pytest.param(_replace(2, SystemMessage("a note")), id="no result of the previous turn"),
-        pytest.param(
-            _replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])),
-            id="a chunk",
-        ),
+        pytest.param(_replace(3, INVALID_TOO), True, id="an invalid call too"),
+        pytest.param(_replace(4, result("z")), True, id="the result answers another call"),
     ],
 )
-def test_any_other_step_is_left_to_the_general_reading(change: Any) -> None:
+# The newest call made once already (so a reset shows), or a reminder to follow up.
+BEFORE = [
+    Streaks(turn="t1", tool="probe", digest=digest(canonicalize({"q": 2})), count=1),
+    Streaks(turn="t1", reminded=True),
+]
+
+
+@VARIANTS
+def test_only_a_turn_right_after_the_previous_result_takes_the_shortcut(
+    change: Any, shortcut: bool
+) -> None:
     messages = steady()
     change(messages)
-    assert _step(messages, len(messages)) is None
+    assert _follows_previous_turn(messages, len(messages)) is shortcut
 
 
-def test_the_common_step_counts_as_the_general_reading_does() -> None:
+@VARIANTS
+@pytest.mark.parametrize("before", BEFORE)
+def test_every_step_counts_as_the_general_reading_counts_it(
+    change: Any, shortcut: bool, before: Streaks
+) -> None:
+    messages = steady()
+    change(messages)
+    # A message after the result makes the general reading read it, and it finds the same.
+    assert counted(messages, before) == counted([*messages, SystemMessage("a note")], before)
+
+
+def test_the_common_step_is_counted_once() -> None:
     messages = steady()
     tally = counted(messages, Streaks(turn="t1", tool="probe", digest="d", count=1))
-    # A message after the result takes the general reading, which finds the same.
-    general = [*messages, SystemMessage("a note")]
-    assert tally == counted(general, Streaks(turn="t1", tool="probe", digest="d", count=1))
     assert (tally.calls, tally.streaks.turn, tally.streaks.count) == (1, "t2", 1)
     assert counted(messages, Streaks(turn="t2")).calls == 0  # counted already
 
