@@ -105,7 +105,6 @@ evaluate: $(READY)
 mutate: $(READY)
 	rm -rf mutants
 	$(BIN)/mutmut run --max-children 2
-	PYTHONPATH=scripts $(BIN)/python scripts/mutation_recheck.py
 	$(BIN)/python scripts/mutation_report.py
 
 notebooks: $(READY)

@@ -9,7 +9,8 @@ left and each turn reads what the turn before wrote, as in a real run; the bare 
 (nothing for `before_model`/`after_model`, the handler itself for the wrappers) is timed the
 same way over the same inputs. Both sizes of a guard are measured in the same rounds, so that
 their ratio is taken round by round. The targets are multiples of what LangChain's own
-`ToolCallLimitMiddleware` adds in the same run.
+`ToolCallLimitMiddleware` adds in the same run. Beside them runs the floor (`floor.py`): the
+least a guard that compares arguments and keeps its count in the checkpoint does per turn.
 
 The handler with its node and the state-kept node are timed per turn, every callback a graph
 run fires and the node's call, against a no-op handler and a no-op node.
@@ -43,6 +44,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain.messages import reminder_message
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
+from .floor import FloorMiddleware
 from .measure import Row, Samples, interleaved
 
 __all__ = ["run"]
@@ -64,6 +66,7 @@ NODE_TARGET = 2.5
 GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(thread_limit=10**9),
     "ModelCallLimitMiddleware": lambda: ModelCallLimitMiddleware(thread_limit=10**9),
+    "floor: arguments compared, count checkpointed": FloorMiddleware,
     "guard": RepeatToolReminderMiddleware,
     "guard, progress=result": lambda: RepeatToolReminderMiddleware(progress="result"),
     "guard, every detector": lambda: RepeatToolReminderMiddleware(**EVERY_DETECTOR),

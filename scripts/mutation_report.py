@@ -6,8 +6,10 @@ mutant made mutmut stop its tests); a crash of the test process too. "Suspicious
 mutmut cannot read) is counted apart, and is not a kill. A failure that took as long as the
 suite's own per-test timeout (pytest-timeout, `timeout` in pyproject.toml) is "hung", and is not
 a kill either: a test stopped by its timeout fails whether the mutant made it wait or the test
-deadlocked in mutmut's forked worker (threads do not survive a fork), and only running the
-mutant's tests outside mutmut (`MUTANT_UNDER_TEST=NAME pytest ...` in a copy of mutants/) tells.
+deadlocked in mutmut's forked worker (threads do not survive a fork). Running the mutant's tests
+outside mutmut (`MUTANT_UNDER_TEST=NAME pytest ...` in a copy of mutants/) tells which, and
+`py-spy dump --pid` on the waiting worker shows where it waits (tests/conftest.py drops the
+one shared executor that did).
 
 A surviving mutant is either a gap in the tests or a change that cannot change behaviour: the
 second kind is listed in tests/mutation-equivalent.txt, one a line, as
@@ -52,9 +54,6 @@ TIMEOUT: dict[int | None, str] = {
 CRASHED: dict[int | None, str] = {-11: "segfault", -9: "segfault"}
 SURVIVED: dict[int | None, str] = {0: "survived", 5: "no tests", 33: "no tests"}
 HUNG = -1000  # not an exit code mutmut writes: a failure that lasted the test timeout
-# In a meta file, beside mutmut's own results: NAME -> [exit code, the duration mutmut had
-# recorded], written by scripts/mutation_recheck.py; stale once mutmut runs the mutant again.
-RECHECKED = "rechecked_by_key"
 NOT_RUN: dict[int | None, str] = {
     HUNG: "hung",
     None: "not checked",
@@ -119,13 +118,9 @@ def read_results(root: Path) -> dict[str, dict[str, int | None]]:
         module = ".".join(source.parts)
         data = json.loads(meta.read_text(encoding="utf-8"))
         durations = data.get("durations_by_key", {})
-        rechecked = data.get(RECHECKED, {})
         codes: dict[str, int | None] = {}
         for name, code in data["exit_code_by_key"].items():
-            again = rechecked.get(name)
-            if again is not None and again[1] == durations.get(name):
-                codes[name] = again[0]  # checked again since mutmut ran it, in a fresh process
-            elif code in KILLED and durations.get(name, 0.0) >= limit:
+            if code in KILLED and durations.get(name, 0.0) >= limit:
                 codes[name] = HUNG
             else:
                 codes[name] = code

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from langchain.agents import create_agent
+from langchain_core.callbacks import manager
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -56,6 +57,14 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
+
+# The mutation run forks each mutant's test process from one that has already run tests. The
+# threads of langchain_core's shared callback executor are not in the fork, and the executor
+# does not know it: a sync handler dispatching an event inside an async run waits on it forever.
+# (A private function: where a version of langchain_core has no such cache, there is none to drop.)
+_shared_executor: Any = getattr(manager, "_executor", None)
+if hasattr(_shared_executor, "cache_clear"):
+    os.register_at_fork(after_in_child=_shared_executor.cache_clear)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -141,6 +141,15 @@ def test_two_turns_without_message_ids_that_reuse_call_ids_stay_two_turns() -> N
     assert latest_turn(first).id != latest_turn(second).id  # type: ignore[union-attr]
 
 
+def test_a_turn_reusing_a_call_id_waits_for_its_own_result_not_the_previous_turns() -> None:
+    first = [turn(call("probe", None, "call_0")), result("call_0")]
+    second = [*first, turn(call("probe", None, "call_0"), call("ls", None, "call_1"))]
+    half = [*second, result("call_1")]
+    assert not latest_turn(half).complete  # type: ignore[union-attr]
+    assert counted(half, counted(first).streaks).waiting
+    assert latest_turn([*half, result("call_0")]).complete  # type: ignore[union-attr]
+
+
 NO_ID: dict[str, Any] = {"type": "tool_call", "id": None, "name": "probe", "args": {}}
 
 
@@ -229,6 +238,14 @@ VARIANTS = pytest.mark.parametrize(
             _replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])),
             False,
             id="a chunk",
+        ),
+        pytest.param(
+            _replace(3, AIMessage("an answer", id="t2")), False, id="a result after an answer"
+        ),
+        pytest.param(
+            _replace(3, AIMessage("", id="t2", invalid_tool_calls=[{**INVALID, "id": "b"}])),
+            False,
+            id="only an invalid call",
         ),
         pytest.param(_replace(3, TWO_CALLS), True, id="two calls"),
         pytest.param(

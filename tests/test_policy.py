@@ -153,7 +153,14 @@ def test_policies_are_learnt_by_value_so_rebuilt_or_edited_metadata_is_read_righ
     "gone",
     [None, {}, "not metadata", {"other": 1}, {"repeat_reminder": {"thresholds": [1]}}],
 )
-@pytest.mark.parametrize("before", [{"repeat_reminder": {"exclude": True}}, {"other": 1}])
+@pytest.mark.parametrize(
+    "before",
+    [
+        {"repeat_reminder": {"exclude": True}},
+        {"other": 1},
+        {"repeat_reminder": {"thresholds": [1]}},  # read, and ignored: it breaks a rule
+    ],
+)
 def test_a_policy_is_forgotten_when_its_metadata_no_longer_declares_one(
     before: dict[str, Any], gone: object
 ) -> None:
@@ -183,6 +190,15 @@ def test_a_bad_policy_is_logged_once_and_ignored(caplog: pytest.LogCaptureFixtur
         "tool 'grep': invalid repeat_reminder policy: thresholds: invalid threshold 1 — "
         "every threshold must be an integer >= 2; its policy is ignored"
     ]
+
+
+def test_every_problem_of_a_bad_policy_is_told_on_one_line() -> None:
+    with pytest.raises(ValueError, match=r"^invalid repeat_reminder policy: ") as caught:
+        parse_tool_policy({"repeat_reminder": {"thresholds": [1], "exclude": "maybe"}})
+    assert str(caught.value) == (
+        "invalid repeat_reminder policy: exclude: Input should be a valid boolean, unable to "
+        "interpret input; thresholds: invalid threshold 1 — every threshold must be an integer >= 2"
+    )
 
 
 def test_learnt_policies_stay_bounded() -> None:
