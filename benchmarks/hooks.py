@@ -66,7 +66,7 @@ NODE_TARGET = 2.5
 GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(thread_limit=10**9),
     "ModelCallLimitMiddleware": lambda: ModelCallLimitMiddleware(thread_limit=10**9),
-    "floor: arguments compared, count checkpointed": FloorMiddleware,
+    "floor": FloorMiddleware,  # see floor.py: a reference, not a guard
     "guard": RepeatToolReminderMiddleware,
     "guard, progress=result": lambda: RepeatToolReminderMiddleware(progress="result"),
     "guard, every detector": lambda: RepeatToolReminderMiddleware(**EVERY_DETECTOR),
