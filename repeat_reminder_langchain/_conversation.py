@@ -221,21 +221,20 @@ def _since_previous_turn(
 def _follows_previous_turn(messages: Sequence[BaseMessage], end: int) -> bool:
     """Whether the newest message answers a model turn that came right after the previous one.
 
-    That is `[…, model turn with calls, its result, model turn with calls, result]` at the end of
+    That is `[…, model turn with calls, its result, model turn, result]` at the end of
     `messages[:end]`, the shape of most steps: since the previous turn the user did not speak
     and the model did not stop. Read from the last four messages, it tells what the two
     backward reads of the conversation (`_scan`, `_since_previous_turn`) would find.
     """
     if end < 4:
         return False
-    before, turn = messages[end - 4], messages[end - 2]
+    before = messages[end - 4]
     return (
         type(messages[end - 1]) is ToolMessage
-        and type(turn) is AIMessage
+        and type(messages[end - 2]) is AIMessage
         and type(messages[end - 3]) is ToolMessage
         and type(before) is AIMessage
         and bool(before.tool_calls)
-        and bool(turn.tool_calls)
     )
 
 
@@ -260,19 +259,10 @@ def tally_conversation(
     each counted call reached (see `count_turn`).
     """
     end = len(messages) if end is None else end
-    if _follows_previous_turn(messages, end):
-        # Most steps: the user did not speak and the model did not stop since the previous turn.
-        newest = cast("AIMessage", messages[end - 2])
-        turn_id = newest.id or _turn_id(newest, end - 2)
-        if turn_id == streaks.turn:
-            return Tally(streaks)
-        turn = _turn(newest, end - 2, messages, end, turn_id)
-        if not turn.complete:
-            return Tally(streaks, waiting=True)
-        return count_turn(
-            streaks, turn_id, turn.calls, config, policies, seen_by_model=seen_by_model, trace=trace
-        )
-    index, message, spoke_after = _scan(messages, end)
+    adjacent = _follows_previous_turn(messages, end)  # most steps: then what both reads find
+    index, message, spoke_after = (
+        (end - 2, cast("AIMessage", messages[end - 2]), False) if adjacent else _scan(messages, end)
+    )
     if message is None or not _makes_calls(message):
         followups: tuple[bool, ...] = ()
         if message is not None and streaks.reminded and tag_of(message) is None:
@@ -284,7 +274,9 @@ def tally_conversation(
     turn = _turn(message, index, messages, end, turn_id)
     if not turn.complete:
         return Tally(streaks.reset() if spoke_after else streaks, waiting=True)
-    spoke_before, stopped = _since_previous_turn(messages, index, streaks.reminded)
+    spoke_before, stopped = (
+        (False, False) if adjacent else _since_previous_turn(messages, index, streaks.reminded)
+    )
     stops: tuple[bool, ...] = ()
     if stopped and streaks.reminded:
         stops, streaks = (True,), streaks._replace(reminded=False)

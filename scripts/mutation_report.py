@@ -111,7 +111,7 @@ def read_results(root: Path) -> dict[str, dict[str, int | None]]:
 
     A failure that lasted the per-test timeout reads as the code `HUNG`.
     """
-    limit = test_timeout(root)
+    limit = per_test_timeout(root)
     results: dict[str, dict[str, int | None]] = {}
     for meta in sorted((root / MUTANTS).rglob("*.py.meta")):
         source = meta.relative_to(root / MUTANTS).with_suffix("").with_suffix("")
@@ -128,7 +128,7 @@ def read_results(root: Path) -> dict[str, dict[str, int | None]]:
     return results
 
 
-def test_timeout(root: Path) -> float:
+def per_test_timeout(root: Path) -> float:
     """The suite's per-test timeout in seconds (pytest-timeout), or no limit."""
     with (root / "pyproject.toml").open("rb") as file:
         options = tomllib.load(file).get("tool", {}).get("pytest", {}).get("ini_options", {})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,7 +17,17 @@ from repeat_reminder_langchain import (
 )
 
 from .conftest import build
-from .helpers import LoopingModel, agent_graph, ask, assert_adjacent, probe, reminders
+from .helpers import (
+    LoopingModel,
+    agent_graph,
+    ask,
+    assert_adjacent,
+    final_messages,
+    probe,
+    reminders,
+    repeat,
+    scripted,
+)
 
 EXPECTED = [("gentle", "probe", 2), ("detailed", "probe", 3)]
 THREADS, RUNS_EACH = 64, 50
@@ -111,3 +123,36 @@ async def test_200_concurrent_runs_on_one_state_kept_node_keep_their_own_counts(
     results = await asyncio.gather(*(agent.ainvoke(ask()) for _ in range(200)))
 
     assert all(reminders(messages) == EXPECTED for messages in results)
+
+
+def _events_of_an_async_run() -> list[str]:
+    """The custom events of an async run in which the handler, with no node, draws a reminder."""
+    guard = RepeatToolReminderCallbackHandler()
+    graph = agent_graph(scripted(repeat("probe", {"q": "same"}, 3)), [probe], None)
+
+    async def run() -> list[Any]:
+        return [e async for e in graph.astream_events(ask(), {"callbacks": [guard]}, version="v2")]
+
+    events = asyncio.run(run())
+    assert_adjacent(final_messages(events))
+    return [e["name"] for e in events if e["event"] == "on_custom_event"]
+
+
+def _exit_by_the_events() -> None:
+    sys.exit(0 if _events_of_an_async_run() == ["repeat_tool_reminder"] else 1)
+
+
+def test_a_process_forked_after_an_async_run_still_sends_the_guards_events() -> None:
+    # In an async run, the sync handler's events go through langchain-core's one shared pool of
+    # threads, which a fork copies without its threads. The suite drops that pool in a forked
+    # child (tests/conftest.py), as the mutation run, which forks every mutant's tests, needs.
+    assert _events_of_an_async_run() == ["repeat_tool_reminder"]  # the pool has its threads now
+    child = multiprocessing.get_context("fork").Process(target=_exit_by_the_events)
+    child.start()
+    child.join(timeout=60)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+        child.join()
+    assert not hung
+    assert child.exitcode == 0

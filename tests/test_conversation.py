@@ -240,11 +240,11 @@ VARIANTS = pytest.mark.parametrize(
             id="a chunk",
         ),
         pytest.param(
-            _replace(3, AIMessage("an answer", id="t2")), False, id="a result after an answer"
+            _replace(3, AIMessage("an answer", id="t2")), True, id="a result after an answer"
         ),
         pytest.param(
             _replace(3, AIMessage("", id="t2", invalid_tool_calls=[{**INVALID, "id": "b"}])),
-            False,
+            True,
             id="only an invalid call",
         ),
         pytest.param(_replace(3, TWO_CALLS), True, id="two calls"),
