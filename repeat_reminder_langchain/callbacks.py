@@ -17,31 +17,29 @@ import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
-from ._conversation import continues, tally_conversation
-from ._streaks import Streaks, Tally
+from ._conversation import read_turn
+from ._counter import NOTHING, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME
 from .stats import Stats
 
-__all__ = ["RepeatToolReminderCallbackHandler"]
+__all__ = ["AgentRecords", "RepeatToolReminderCallbackHandler"]
 
 logger = logging.getLogger(LOGGER_NAME)
 
 _Scope = tuple[str, Any]  # ("thread", thread_id) or ("run", root run id)
 AgentKey = tuple[_Scope, str, tuple[str, ...]]
-_NONE = Streaks()
 
 
 class _Run(NamedTuple):
@@ -53,21 +51,95 @@ class _Run(NamedTuple):
         return self.root, self.path if self.call is None else (*self.path, self.call)
 
 
+class AgentRecords:
+    """Every agent's record, in the handler's memory: where its node reads and writes them.
+
+    At most `limit` agents are remembered, the least recently used forgotten first; those of a
+    run without a thread are forgotten when the run ends.
+    """
+
+    def __init__(self, runs: Mapping[int, _Run], *, limit: int) -> None:
+        self._runs = runs  # the handler's run tree, read to find a node's agent
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._agents: OrderedDict[AgentKey, Record] = OrderedDict()
+        self._by_root: dict[Any, set[AgentKey]] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._agents)
+
+    def find(self, state: Any, run_config: RunnableConfig) -> AgentKey | None:
+        """The agent a node's run belongs to; None when the run is outside the handler's sight.
+
+        (The state plays no part: the agent is found from where the run sits.)
+        """
+        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
+        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
+        if run is None:
+            return None
+        return agent_key(run.root, run.path, run_config.get("metadata"))
+
+    def read(self, key: AgentKey) -> Record:
+        """The agent's record (empty before its first count)."""
+        with self._lock:
+            record = self._agents.get(key)
+            if record is None:
+                return {}
+            self._agents.move_to_end(key)  # used: the last to be forgotten
+            return record
+
+    def write(self, key: AgentKey, record: Record) -> dict[str, Any]:
+        """Keep the agent's record; the graph state is left as it is (an empty update)."""
+        with self._lock:
+            known = key in self._agents
+            self._agents[key] = record
+            if known:
+                self._agents.move_to_end(key)
+                return {}
+            scope = key[0]
+            if scope[0] == "run":
+                self._by_root.setdefault(scope[1], set()).add(key)
+            while len(self._agents) > self.limit:
+                old, _ = self._agents.popitem(last=False)
+                if old[0][0] == "run":
+                    self._by_root.get(old[0][1], set()).discard(old)
+        return {}
+
+    def forget(self, root: int) -> None:
+        """Forget the agents of a finished run without a thread."""
+        with self._lock:
+            for agent in self._by_root.pop(root, ()):
+                self._agents.pop(agent, None)
+
+
+def agent_key(
+    root: int, path: tuple[str, ...], metadata: Mapping[str, Any] | None
+) -> AgentKey | None:
+    """The agent of a run: its conversation, its graph namespace, the tool calls around it."""
+    namespace = metadata.get("langgraph_checkpoint_ns") if metadata else None
+    if not isinstance(namespace, str):
+        return None  # not inside a graph, so not inside an agent
+    thread = metadata.get("thread_id") if metadata else None
+    scope: _Scope = ("run", root) if thread is None else ("thread", thread)
+    return scope, namespace.rpartition("|")[0], path
+
+
 class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
-    """Keeps every agent's streaks for the runs it watches.
+    """Keeps every agent's record for the runs it watches.
 
     Pass it in the run's callbacks and place a `RepeatToolReminderNode` built on it after the
     tools node; the node counts each finished tool turn and adds the reminders that are due.
-    Subagents run inside tools inherit the callbacks and get streaks of their own. Without
+    Subagents run inside tools inherit the callbacks and get records of their own. Without
     the node, the handler still counts (when the model is next called), but its reminders
     reach no model: they are reported as not delivered, and it warns once.
 
-    Streaks of a conversation with a `thread_id` outlive the run (a resumed or continued
+    Records of a conversation with a `thread_id` outlive the run (a resumed or continued
     thread keeps counting); those of a run without one are forgotten when it ends. At most
     `max_agents` agents are remembered, the least recently used forgotten first.
 
     `stats` holds running totals (`handler.stats.snapshot()`); `tool_policies` the policies
-    the tools declared in their metadata, learnt as they run.
+    the tools declared in their metadata, learnt as they run; `records` every agent's record.
 
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
@@ -84,35 +156,36 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     # records where runs sit and reads the conversation, and must see runs in the order
     # they start.
     run_inline = True
-    # Bounds on memory for handlers that live as long as a server: agents remembered, and
-    # runs in flight (a run whose end never came, e.g. a handler added mid-run, is dropped).
-    max_agents: int = 10_000
+    # A bound on memory for handlers that live as long as a server: runs in flight (a run
+    # whose end never came, e.g. a handler added mid-run, is dropped).
     max_runs: int = 100_000
 
     def __init__(
         self, config: ReminderConfig | None = None, **fields: Unpack[ReminderFields]
     ) -> None:
         self.config = resolve_config(config, fields)
-        if self.config.escalate_after is not None and self.config.exit_behavior == "block":
-            raise TypeError(
-                'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
-                "a call before it runs"
-            )
+        refuse_block(self.config)
+        self.counter = Counter(self.config)
         self._lock = threading.Lock()
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
-        self._agents: OrderedDict[AgentKey, Streaks] = OrderedDict()
-        self._by_root: dict[Any, set[AgentKey]] = {}
-        self._answering: dict[int, AgentKey] = {}  # model runs after a reminder, by run id
-        self._warned_outside = False
+        self.records = AgentRecords(self._runs, limit=10_000)
         self._warned_undelivered = False
         self.stats = Stats()
         self.tool_policies = ToolPolicies()
 
     @property
+    def max_agents(self) -> int:
+        """How many agents' records are kept at most (10,000 unless set)."""
+        return self.records.limit
+
+    @max_agents.setter
+    def max_agents(self, value: int) -> None:
+        self.records.limit = value
+
+    @property
     def agent_count(self) -> int:
-        """How many agents' streaks are held now."""
-        with self._lock:
-            return len(self._agents)
+        """How many agents' records are held now."""
+        return len(self.records)
 
     # -- the run tree ---------------------------------------------------------------------
 
@@ -180,78 +253,21 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None or not messages:
             return
-        key = self._agent_key(*parent.child_lineage(), metadata)
+        key = agent_key(*parent.child_lineage(), metadata)
         if key is None:
             return
-        before = self._streaks(key)
-        tally = tally_conversation(
-            before, messages[0], self.config, self.tool_policies, seen_by_model=False
-        )
-        self._keep(key, before, tally.streaks)
-        if tally.reminders or tally.escalation is not None:
-            self._warn_undelivered()
-        if tally.calls or tally.followups:
-            report(tally, self.stats, self.config, None, "undelivered")
-        if tally.streaks.reminded and continues(messages[0], tally.streaks.turn):
-            if len(self._answering) >= self.max_runs:
-                self._answering.clear()  # model runs whose end never came
-            self._answering[run_id.int] = key
-
-    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        """After a reminder the model saw: a model that answers without a call recovered."""
-        key = self._answering.pop(run_id.int, None)
-        if key is None:
+        record = self.records.read(key)
+        turn = read_turn(messages[0], record.get("turn", ""))
+        if turn is NOTHING:
+            return  # most model calls: the node counted the turn already
+        counted = self.counter.count(record, turn, self.tool_policies, sees=False)
+        if counted.record is not None:
+            self.records.write(key, counted.record)
+        if not counted.reminders and counted.escalation is None:
+            self.stats.add(counted)
             return
-        generations = [g for batch in response.generations for g in batch]
-        message = getattr(generations[0], "message", None) if generations else None
-        if message is None or getattr(message, "tool_calls", None):
-            return
-        self.stats.add_followup(recovered=True)
-        with self._lock:
-            streaks = self._agents.get(key)
-            if streaks is not None:
-                self._agents[key] = streaks._replace(reminded=False)
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Forget a model run that failed."""
-        self._answering.pop(run_id.int, None)
-
-    # -- what the node asks ---------------------------------------------------------------
-
-    def _node_count(
-        self, messages: Sequence[BaseMessage], run_config: RunnableConfig
-    ) -> tuple[AgentKey, Streaks, Tally] | None:
-        """Count the node's agent's finished tool turn, without keeping the result yet.
-
-        The node keeps it once it has acted on it. None when the node runs outside the
-        handler's sight.
-        """
-        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
-        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
-        if run is None:
-            if not self._warned_outside:
-                self._warned_outside = True
-                logger.warning(
-                    "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
-                    "in the run's callbacks, e.g. graph.invoke(inputs, "
-                    "config={'callbacks': [handler]}). No reminders are added meanwhile."
-                )
-            return None
-        key = self._agent_key(run.root, run.path, run_config.get("metadata"))
-        if key is None:
-            return None
-        before = self._streaks(key)
-        tally = tally_conversation(
-            before,
-            messages,
-            self.config,
-            self.tool_policies,
-            seen_by_model=self.config.mode == "remind",
-        )
-        return key, before, tally
-
-    def _node_keep(self, key: AgentKey, before: Streaks, streaks: Streaks) -> None:
-        self._keep(key, before, streaks)
+        self._warn_undelivered()
+        report(counted, self.stats, self.config, None, "undelivered")
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -265,43 +281,6 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             "RepeatToolReminderNode(handler) between the tools node and the model node; with "
             "create_agent, use RepeatToolReminderMiddleware instead of the handler."
         )
-
-    def _agent_key(
-        self, root: int, path: tuple[str, ...], metadata: Mapping[str, Any] | None
-    ) -> AgentKey | None:
-        namespace = metadata.get("langgraph_checkpoint_ns") if metadata else None
-        if not isinstance(namespace, str):
-            return None  # not inside a graph, so not inside an agent
-        thread = metadata.get("thread_id") if metadata else None
-        scope: _Scope = ("run", root) if thread is None else ("thread", thread)
-        return scope, namespace.rpartition("|")[0], path
-
-    def _streaks(self, key: AgentKey) -> Streaks:
-        with self._lock:
-            streaks = self._agents.get(key)
-            if streaks is None:
-                return _NONE
-            self._agents.move_to_end(key)  # used: the last to be forgotten
-            return streaks
-
-    def _keep(self, key: AgentKey, before: Streaks, streaks: Streaks) -> None:
-        # One agent's steps run one after another, so nothing else wrote this agent's
-        # streaks since `before` was read.
-        if streaks == before:
-            return
-        with self._lock:
-            known = key in self._agents
-            self._agents[key] = streaks
-            if known:
-                self._agents.move_to_end(key)
-                return
-            scope = key[0]
-            if scope[0] == "run":
-                self._by_root.setdefault(scope[1], set()).add(key)
-            while len(self._agents) > self.max_agents:
-                old, _ = self._agents.popitem(last=False)
-                if old[0][0] == "run":
-                    self._by_root.get(old[0][1], set()).discard(old)
 
     # Every run of the graph passes through these two: single dict operations, atomic on
     # their own, so no lock but for the rare trimming and the end of a root run.
@@ -322,6 +301,13 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         key = run_id.int
         run = self._runs.pop(key, None)
         if run is not None and run.root == key:
-            with self._lock:
-                for agent in self._by_root.pop(key, ()):
-                    self._agents.pop(agent, None)
+            self.records.forget(key)
+
+
+def refuse_block(config: ReminderConfig) -> None:
+    """Refuse `exit_behavior="block"` on a face that cannot see a call before it runs."""
+    if config.escalate_after is not None and config.exit_behavior == "block":
+        raise TypeError(
+            'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
+            "a call before it runs"
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Any, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
@@ -58,23 +58,6 @@ class ReminderFields(TypedDict, total=False):
     error_pattern: str | None
     escalate_after: int | None
     exit_behavior: ExitBehavior
-
-
-class Compiled(NamedTuple):
-    """What counting reads of a configuration on every call, in plain attributes."""
-
-    plain: bool  # the original rule alone: consecutive identical calls, no escalation
-    repeat: bool
-    stale: bool
-    same_error: bool
-    error_regex: re.Pattern[str] | None
-    limit: int | None
-    exit_behavior: ExitBehavior
-    blocking: bool
-    preview: int
-    stale_thresholds: tuple[int, ...]
-    same_error_thresholds: tuple[int, ...]
-    rules: dict[tuple[str, ToolPolicy | None], Rules | None]  # the cache `rules` fills
 
 
 class _FrozenMapping(Mapping[str, tuple[str, ...]]):
@@ -181,8 +164,6 @@ class ReminderConfig(BaseModel):
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
     _ignore: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = PrivateAttr(default=())
-    _compiled: Compiled | None = PrivateAttr(default=None)
-    _rules: dict[tuple[str, ToolPolicy | None], Rules | None] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **fields: Any) -> None:
         check_field_names(fields)
@@ -306,24 +287,9 @@ class ReminderConfig(BaseModel):
             for pattern, paths in self.ignore_arguments.items()
             if (compiled := compile_patterns([pattern])) is not None
         )
-        limit = self.escalate_after
-        self._compiled = Compiled(
-            plain=self.detect == ("repeat",) and limit is None,
-            repeat="repeat" in self.detect,
-            stale="stale" in self.detect,
-            same_error="same_error" in self.detect,
-            error_regex=None if self.error_pattern is None else re.compile(self.error_pattern),
-            limit=limit,
-            exit_behavior=self.exit_behavior,
-            blocking=limit is not None and self.exit_behavior == "block",
-            preview=self.arguments_preview_chars,
-            stale_thresholds=tuple(self.stale_thresholds),
-            same_error_thresholds=tuple(self.same_error_thresholds),
-            rules=self._rules,
-        )
 
     # A configuration is a value: equal when its fields, and which were set explicitly (they
-    # decide precedence over tools' own policies), are equal; its caches play no part.
+    # decide precedence over tools' own policies), are equal; the compiled patterns play no part.
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ReminderConfig):
             return NotImplemented
@@ -331,18 +297,6 @@ class ReminderConfig(BaseModel):
 
     def __hash__(self) -> int:
         return hash((tuple(self.__dict__.values()), frozenset(self.model_fields_set)))
-
-    @property
-    def rules_cache(self) -> dict[tuple[str, ToolPolicy | None], Rules | None]:
-        """The rules resolved so far, by tool and policy (see `rules`)."""
-        return self.compiled.rules
-
-    @property
-    def compiled(self) -> Compiled:
-        """What counting reads on every call, compiled once."""
-        # One read of the private-attribute dict: pydantic's own lookup of a private
-        # attribute costs several times more, and this runs for every counted turn.
-        return self.__pydantic_private__["_compiled"]  # type: ignore[index,no-any-return]
 
     def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""
@@ -357,18 +311,6 @@ class ReminderConfig(BaseModel):
         wins over the tool's own; the tool's own wins over a field left at its default (and
         over `progress="auto"`). Argument patterns from both apply.
         """
-        # This runs for every counted call: one read of the private-attribute dict, not the
-        # slower attribute lookup pydantic gives private attributes.
-        cache = self.__pydantic_private__["_rules"]  # type: ignore[index]
-        key = (tool, policy)
-        found = cache.get(key, _UNKNOWN)
-        if found is _UNKNOWN:
-            if len(cache) >= 1024:  # tool names come from the model: keep it bounded
-                cache.clear()
-            found = cache[key] = self._resolve(tool, policy)
-        return found  # type: ignore[no-any-return]
-
-    def _resolve(self, tool: str, policy: ToolPolicy | None) -> Rules | None:
         if self._exclude is not None and self._exclude.fullmatch(tool) is not None:
             return None
         if self._include is not None:

@@ -17,7 +17,7 @@ from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_eve
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
 
-from ._streaks import Tally
+from ._counter import Count
 from .config import ReminderConfig
 from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
 from .stats import Stats
@@ -136,21 +136,18 @@ def escalation_event(
 
 
 def report(
-    tally: Tally,
+    counted: Count,
     stats: Stats,
     config: ReminderConfig,
     run_config: RunnableConfig | None,
     delivery: Delivery = "sent",
 ) -> None:
-    """Add `tally` to `stats`; log its reminders and escalation, and send their events.
+    """Add a count that found something due to `stats`; log it, and send its events.
 
     `run_config` is the config of the run to send the events from (the current graph run's
-    when None).
+    when None). A count with nothing due goes to `Stats.add` alone.
     """
-    if not tally.reminders and tally.escalation is None:
-        stats.add(tally, delivered=False)  # most turns: nothing to tell
-        return
-    events, run_config = _record(tally, stats, config, run_config, delivery)
+    events, run_config = _record(counted, stats, config, run_config, delivery)
     for name, data in events:
         _write(name, data)
         try:
@@ -160,14 +157,14 @@ def report(
 
 
 async def areport(
-    tally: Tally,
+    counted: Count,
     stats: Stats,
     config: ReminderConfig,
     run_config: RunnableConfig | None,
     delivery: Delivery = "sent",
 ) -> None:
     """`report`, for async code: events go through the async dispatcher."""
-    events, run_config = _record(tally, stats, config, run_config, delivery)
+    events, run_config = _record(counted, stats, config, run_config, delivery)
     for name, data in events:
         _write(name, data)
         try:
@@ -185,23 +182,21 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
 
 
 def _record(
-    tally: Tally,
+    counted: Count,
     stats: Stats,
     config: ReminderConfig,
     run_config: RunnableConfig | None,
     delivery: Delivery,
 ) -> tuple[list[tuple[str, Mapping[str, Any]]], RunnableConfig | None]:
-    """Count the tally, log what it found, and return its events and the run they are from."""
+    """Add the count to the stats, log what it found; its events and the run they are from."""
     delivered = delivery == "sent" and config.mode == "remind"
-    stats.add(tally, delivered=delivered)
-    if not tally.reminders and tally.escalation is None:
-        return [], run_config
+    stats.add(counted, delivered=delivered)
     if run_config is None:
         run_config = current_run_config()
     thread = thread_of(run_config)
     run = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)
     events: list[tuple[str, Mapping[str, Any]]] = []
-    for reminder in tally.reminders:
+    for reminder in counted.reminders:
         data = reminder_event(reminder, config, delivered, thread)
         if delivered:
             outcome = "sent"
@@ -222,8 +217,8 @@ def _record(
             extra={SOURCE: data, "thread_id": thread, "run_id": run},
         )
         events.append((REMINDER_EVENT, data))
-    if tally.escalation is not None:
-        escalation = tally.escalation
+    if counted.escalation is not None:
+        escalation = counted.escalation
         escalated = escalation_event(escalation, config, thread, acted=delivered)
         logger.warning(
             "repeat tool loop %s: %s (%s, %s count reached %s), arguments %s, thread %s, run %s",

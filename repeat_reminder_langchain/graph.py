@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal, NotRequired
+from typing import Any, Literal, NotRequired, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphBubbleUp
 from langgraph.graph import MessagesState
 from typing_extensions import Unpack
 
-from ._conversation import read_messages, read_state, tally_conversation
-from ._steps import Action, Asked, StateStore, act
-from ._streaks import Streaks, Tally
-from .callbacks import AgentKey, RepeatToolReminderCallbackHandler
+from ._apply import StateStore, act
+from ._conversation import read_messages, read_state, read_turn
+from ._counter import NOTHING, Counter, Record
+from .callbacks import RepeatToolReminderCallbackHandler, refuse_block
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .escalation import RepeatToolLoopError
 from .events import report, thread_of
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, tag_of
@@ -103,56 +101,55 @@ class RepeatToolReminderNode:
         if handler is not None and (config is not None or fields):
             raise TypeError("the handler has its own configuration; pass it there")
         self.handler = handler
-        self.config = handler.config if handler is not None else resolve_config(config, fields)
-        if self.config.escalate_after is not None and self.config.exit_behavior == "block":
-            raise TypeError(
-                'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
-                "a call before it runs"
-            )
         self.messages_key = messages_key
         self.state_key = state_key
-        self.stats = handler.stats if handler is not None else Stats()
-        self.tool_policies = handler.tool_policies if handler is not None else ToolPolicies()
+        self._records: _Records
+        if handler is not None:
+            self.config, self.stats = handler.config, handler.stats
+            self.tool_policies, self._counter = handler.tool_policies, handler.counter
+            self._records = handler.records
+        else:
+            self.config, self.stats = resolve_config(config, fields), Stats()
+            self.tool_policies, self._counter = ToolPolicies(), Counter(self.config)
+            self._records = _InState(state_key, messages_key)
+            refuse_block(self.config)
         for tool in tools:
             self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
-        self._store = StateStore(state_key)
-        self._asked = Asked()
         self._sees = self.config.mode == "remind"  # whether the model sees the reminders
-        # The threads this node stored counts for (None for runs without one): a thread
-        # that comes back without them has a state without the field.
-        self._stored_for: dict[str | None, None] = {}
-        self._warned = False
+        self._warned_outside = False
         self._warned_placement = False
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
         try:
-            counted = self._count(state, config)
-            if counted is None:
+            where = self._records.find(state, config)
+            if where is None:
+                self._warn_outside()
                 return {}
-            tally, before, agent = counted
-            if tally.waiting:
+            record = self._records.read(where)
+            turn = read_turn(read_messages(state, self.messages_key), record.get("turn", ""))
+            if turn is NOTHING:
+                return {}
+            if turn.waiting:
                 self._warn_placement()
-            # Only an escalation needs to know the thread (to name it, or to ask once).
-            thread = thread_of(config) if tally.escalation is not None else None
-            if (tally.calls or tally.followups) and self._asked.first_time(
-                tally, self.config, thread
-            ):
-                report(tally, self.stats, self.config, config)
+            counted = self._counter.count(record, turn, self.tool_policies, sees=self._sees)
+            if not counted.reminders and counted.escalation is None:
+                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
+                return {} if counted.record is None else self._records.write(where, counted.record)
+            # Only an escalation needs to know the thread (to name it in an error).
+            thread = thread_of(config) if counted.escalation is not None else None
+            action = act(counted, self._counter, self.config.message_type, thread)
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
-        try:
-            if not tally.reminders and tally.escalation is None:
-                action = Action(tally.streaks, [])  # most turns
-            else:
-                action = act(tally, self.config, self.config.message_type, thread)
-            return self._keep(state, config, agent, before, action)
-        except (RepeatToolLoopError, GraphBubbleUp):
-            raise
-        except Exception:
-            logger.exception("repeat reminder node failed; the run goes on without reminders")
-            return {}
+        if action.tell:
+            report(counted, self.stats, self.config, config)
+        if action.stop is not None:
+            raise action.stop  # nothing kept: the turn is counted again when the run resumes
+        update = self._records.write(where, action.record)
+        if action.messages:
+            update[self.messages_key] = action.messages
+        return update
 
     def route(self, state: Any) -> Literal["continue", "end"]:
         """Where the graph goes after the node: `"end"` once it ended a looping run.
@@ -166,48 +163,15 @@ class RepeatToolReminderNode:
         ended = isinstance(last, AIMessage) and (tag_of(last) or {}).get("level") == "escalated"
         return "end" if ended else "continue"
 
-    def _count(
-        self, state: Any, config: RunnableConfig
-    ) -> tuple[Tally, Streaks, AgentKey | None] | None:
-        """The tally of the finished turn, the streaks before it, and the handler's agent."""
-        messages = read_messages(state, self.messages_key)
-        if self.handler is not None:
-            counted = self.handler._node_count(messages, config) if messages else None
-            if counted is None:
-                return None
-            agent, before, tally = counted
-            return tally, before, agent
-        stored, before = self._store.read(state)
-        tally = tally_conversation(
-            before, messages, self.config, self.tool_policies, seen_by_model=self._sees
+    def _warn_outside(self) -> None:
+        if self._warned_outside:
+            return
+        self._warned_outside = True
+        logger.warning(
+            "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
+            "in the run's callbacks, e.g. graph.invoke(inputs, "
+            "config={'callbacks': [handler]}). No reminders are added meanwhile."
         )
-        if not stored and not self._warned:
-            self._check_field(state, messages, thread_of(config))
-        return tally, before, None
-
-    def _keep(
-        self,
-        state: Any,
-        config: RunnableConfig,
-        agent: AgentKey | None,
-        before: Streaks,
-        action: Action,
-    ) -> dict[str, Any]:
-        """Keep the streaks the action leaves; the state update that adds its messages."""
-        update: dict[str, Any] = {}
-        if self.handler is not None and agent is not None:
-            self.handler._node_keep(agent, before, action.streaks)
-        elif action.streaks != before:
-            update.update(self._store.write(state, action.streaks))
-            if not self._warned:
-                thread = thread_of(config)
-                if thread not in self._stored_for:
-                    if len(self._stored_for) >= self._store.limit:
-                        self._stored_for.clear()
-                    self._stored_for[thread] = None
-        if action.messages:
-            update[self.messages_key] = action.messages
-        return update
 
     def _warn_placement(self) -> None:
         if self._warned_placement:
@@ -218,21 +182,70 @@ class RepeatToolReminderNode:
             "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
         )
 
-    def _check_field(self, state: Any, messages: Sequence[BaseMessage], thread: str | None) -> None:
+
+class _Records(Protocol):
+    """Where a node keeps its records: the handler's memory, or the graph state."""
+
+    def find(self, state: Any, config: RunnableConfig) -> Any:
+        """Where the node's record is; None when it cannot be kept."""
+
+    def read(self, where: Any) -> Record:
+        """The record kept there."""
+
+    def write(self, where: Any, record: Record) -> dict[str, Any]:
+        """Keep the record there; the state update that does it."""
+
+
+class _InState:
+    """The state-kept node's records: in the graph state, under `state_key`."""
+
+    limit = 1024  # threads remembered for the check of the state's field
+
+    def __init__(self, state_key: str, messages_key: str) -> None:
+        self._store = StateStore(state_key)
+        self._messages_key = messages_key
+        # The threads this node stored counts for (None for runs without one): a thread
+        # that comes back without them has a state without the field.
+        self._stored_for: dict[str | None, None] = {}
+        self._warned = False
+
+    def find(self, state: Any, config: RunnableConfig) -> tuple[Any, str | None]:
+        """Where the record is: this state, of this thread."""
+        return state, thread_of(config)
+
+    def read(self, where: tuple[Any, str | None]) -> Record:
+        """The record kept in the state."""
+        state, thread = where
+        record = self._store.read(state)
+        if not record and not self._warned:
+            self._check_field(state, thread)
+        return record
+
+    def write(self, where: tuple[Any, str | None], record: Record) -> dict[str, Any]:
+        """The state update that keeps the record."""
+        if not self._warned:
+            thread = where[1]
+            if thread not in self._stored_for:
+                if len(self._stored_for) >= self.limit:
+                    self._stored_for.clear()
+                self._stored_for[thread] = None
+        return self._store.write(record)
+
+    def _check_field(self, state: Any, thread: str | None) -> None:
         # Counts stored for this thread came back missing: the field is not in the state.
         # (Without a thread, runs share one key: the second tool turn confirms the run is
         # one the node stored counts in.)
         if (
             thread in self._stored_for
-            and read_state(state, self.state_key) is None
-            and _tool_turns(messages) >= 2
+            and read_state(state, self._store.key) is None
+            and _tool_turns(read_messages(state, self._messages_key)) >= 2
         ):
             self._warned = True
             logger.warning(
                 "RepeatToolReminderNode keeps its counts in the state field %r, which this "
                 "graph's state does not have, so nothing is remembered between turns: build "
                 "the graph with RepeatToolReminderState or add the field to your state.",
-                self.state_key,
+                self._store.key,
             )
 
 

@@ -1,15 +1,14 @@
-"""The guard as `create_agent` middleware, its streaks kept in the agent's checkpointed state."""
+"""The guard as `create_agent` middleware, its record kept in the agent's checkpointed state."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
-    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
@@ -17,18 +16,16 @@ from langchain.agents.middleware.types import (
     ToolCallRequest,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
-from langgraph.errors import GraphBubbleUp
+from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
-from ._conversation import predict_escalation, tally_conversation
-from ._steps import Asked, StateStore, act
-from ._streaks import Streaks, Tally
+from ._apply import Action, StateStore, act
+from ._conversation import read_turn
+from ._counter import NOTHING, Count, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .escalation import RepeatToolLoopError
 from .events import areport, current_run_config, report, thread_of
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
 from .policy import ToolPolicies
@@ -40,13 +37,20 @@ __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 logger = logging.getLogger(LOGGER_NAME)
 
 
-class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
-    """Agent state with the guard's streaks: checkpointed, but not part of input or output.
+def merge_records(
+    kept: Mapping[str, Record] | None, written: Mapping[str, Record] | None
+) -> dict[str, Record]:
+    """The field's reducer: each instance writes its own entry, so several can in one step."""
+    return {**(kept or {}), **(written or {})}
 
-    The field maps each middleware instance's `name` to what it remembers.
+
+class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
+    """Agent state with the guard's records: checkpointed, but not part of input or output.
+
+    The field maps each middleware instance's `name` to its record (`Record`).
     """
 
-    repeat_tool_reminder: NotRequired[Annotated[dict[str, Any], PrivateStateAttr]]
+    repeat_tool_reminder: NotRequired[Annotated[dict[str, Record], PrivateStateAttr, merge_records]]
 
 
 class RepeatToolReminderMiddleware(
@@ -60,14 +64,16 @@ class RepeatToolReminderMiddleware(
     arguments or tool failed. At each threshold it appends a tagged reminder after the turn's
     tool results. Nothing is blocked or rewritten, unless `escalate_after` asks for it.
 
-    What it remembers lives in a private state field, so it survives checkpoints, interrupts,
-    process restarts and several workers sharing one checkpointer. A new user message resets
-    it. `stats` holds running totals for this instance; tools that declare a policy in their
-    metadata are read as they run.
+    What it remembers lives in a private state field, written once per turn by `before_model`,
+    so it survives checkpoints, interrupts, process restarts and several workers sharing one
+    checkpointer. A new user message resets it. `stats` holds running totals for this
+    instance; a model that answers after a reminder has recovered, as counted when the thread
+    goes on. Tools that declare a policy in their metadata are read from the model's requests.
 
     Several instances can guard one agent, each with its own counts (one policy for search
-    tools and another for the rest, say): instances whose `include` or `exclude` differ get
-    different names by themselves; otherwise give each a `name`.
+    tools and another for the rest, say), and any number of them may remind on the same turn:
+    instances whose `include` or `exclude` differ get different names by themselves;
+    otherwise give each a `name`.
 
     A `SystemMessage` reminder (the default `message_type`) reaches a model whose profile
     does not declare `mid_conversation_system_messages` as a `<system-reminder>` user turn,
@@ -110,18 +116,17 @@ class RepeatToolReminderMiddleware(
         self._name = name or _default_name(self.config)
         self.stats = Stats()
         self.tool_policies = ToolPolicies()
+        self._counter = Counter(self.config)
         self._store = StateStore(SOURCE, self._name)
-        self._asked = Asked()
-        # The chat model seen last, and whether it takes a system message mid-conversation:
-        # reminders are stored in the form it takes, so no model call has to convert them.
-        self._model: object = None
-        self._keeps_system: bool | None = None
         self._sees = self.config.mode == "remind"  # whether the model sees the reminders
         self._blocks = (
-            self.config.escalate_after is not None
-            and self.config.exit_behavior == "block"
-            and self.config.mode == "remind"
-        )
+            self._sees and self.config.escalate_after is not None
+        ) and self.config.exit_behavior == "block"
+        # The chat model and the tools seen last, and whether that model takes a system
+        # message mid-conversation: reminders are stored in the form it takes.
+        self._model: object = None
+        self._keeps_system: bool | None = None
+        self._tools: object = None
 
     @property
     def name(self) -> str:
@@ -134,52 +139,64 @@ class RepeatToolReminderMiddleware(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the finished turn; add the reminders it draws, or stop the loop."""
-        counted = self._count(state)
-        if counted is None:
+        try:
+            counted = self._count(state)
+            if counted is None:
+                return None
+            if not counted.reminders and counted.escalation is None:
+                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
+                return self._keep(state, counted.record, [])
+            action = self._act(counted)
+            update = self._update(state, action)
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
-        tally, before, stored = counted
-        if self._reports(tally):
-            report(tally, self.stats, self.config, None)
-        return self._act(state, tally, before, stored)
+        if action.tell:
+            report(counted, self.stats, self.config, None)
+        if action.stop is not None:
+            raise action.stop
+        return update
 
     @override
     async def abefore_model(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the finished turn; add the reminders it draws, or stop the loop."""
-        counted = self._count(state)
-        if counted is None:
+        try:
+            counted = self._count(state)
+            if counted is None:
+                return None
+            if not counted.reminders and counted.escalation is None:
+                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
+                return self._keep(state, counted.record, [])
+            action = self._act(counted)
+            update = self._update(state, action)
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
-        tally, before, stored = counted
-        if self._reports(tally):
-            await areport(tally, self.stats, self.config, None)
-        return self._act(state, tally, before, stored)
+        if action.tell:
+            await areport(counted, self.stats, self.config, None)
+        if action.stop is not None:
+            raise action.stop
+        return update
 
     @override
     def wrap_model_call(
         self,
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
-    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
-        """Send stored reminders in a form the provider accepts; see if the model recovers."""
-        stored = self._stored(request)
-        if not stored:  # most calls: no reminder to convert or follow up
-            return handler(request)
-        prepared, update = self._prepare(request, stored)
-        return self._answered(request, handler(prepared), stored, update)
+    ) -> ModelResponse[ResponseT]:
+        """Learn the model and the tools; send stored system reminders as it takes them."""
+        return handler(self._prepare(request))
 
     @override
     async def awrap_model_call(
         self,
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
-    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
-        """Send stored reminders in a form the provider accepts; see if the model recovers."""
-        stored = self._stored(request)
-        if not stored:  # most calls: no reminder to convert or follow up
-            return await handler(request)
-        prepared, update = self._prepare(request, stored)
-        return self._answered(request, await handler(prepared), stored, update)
+    ) -> ModelResponse[ResponseT]:
+        """Learn the model and the tools; send stored system reminders as it takes them."""
+        return await handler(self._prepare(request))
 
     @override
     def wrap_tool_call(
@@ -187,8 +204,8 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Read the policy the tool declares, then run it (unless escalation blocks it)."""
-        blocked = self._blocked(request)
+        """Run the call, unless escalation blocks it."""
+        blocked = self._blocked(request) if self._blocks else None
         return blocked if blocked is not None else handler(request)
 
     @override
@@ -197,68 +214,55 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """Read the policy the tool declares, then run it (unless escalation blocks it)."""
-        blocked = self._blocked(request)
+        """Run the call, unless escalation blocks it."""
+        blocked = self._blocked(request) if self._blocks else None
         return blocked if blocked is not None else await handler(request)
 
     # -- counting -------------------------------------------------------------------------
 
-    def _count(self, state: Any) -> tuple[Tally, Streaks, Mapping[str, Any]] | None:
-        try:
-            stored, before = self._store.read(state)
-            tally = tally_conversation(
-                before, state["messages"], self.config, self.tool_policies, seen_by_model=self._sees
-            )
-        except Exception:
-            logger.exception("repeat reminder middleware failed; the run goes on without it")
+    def _count(self, state: Any) -> Count | None:
+        """The count of what happened since this instance's last; None when nothing did."""
+        record = self._store.read(state)
+        turn = read_turn(state["messages"], record.get("turn", ""))
+        if turn is NOTHING and not self._converts(record):
             return None
-        return tally, before, stored
+        return self._counter.count(record, turn, self.tool_policies, sees=self._sees)
 
-    def _reports(self, tally: Tally) -> bool:
-        if not (tally.calls or tally.followups):
-            return False
-        if tally.escalation is None:
-            return True
-        return self._asked.first_time(tally, self.config, thread_of(current_run_config()))
+    def _act(self, counted: Count) -> Action:
+        thread = thread_of(current_run_config()) if counted.escalation is not None else None
+        return act(counted, self._counter, self._message_type(), thread)
 
-    def _act(
-        self, state: Any, tally: Tally, before: Streaks, stored: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        try:
-            if not tally.reminders and tally.escalation is None:
-                # Most turns: nothing to add, only the streaks to keep.
-                if tally.streaks == before:
-                    return None
-                return self._keep(state, tally.streaks, stored, [])
-            thread = thread_of(current_run_config()) if tally.escalation is not None else None
-            action = act(tally, self.config, self._message_type(), thread)
-            update = self._keep(state, action.streaks, stored, action.messages)
-            if action.messages:
-                update["messages"] = action.messages
-            if action.end:
-                update["jump_to"] = "end"
-        except (RepeatToolLoopError, GraphBubbleUp):
-            raise
-        except Exception:
-            logger.exception("repeat reminder middleware failed; the run goes on without it")
-            return None
+    def _update(self, state: Any, action: Action) -> dict[str, Any]:
+        """The state update of an action (unused when the action stops the run)."""
+        update = self._keep(state, action.record, action.messages)
+        if action.end:
+            update["jump_to"] = "end"
         return update
 
     def _keep(
-        self,
-        state: Any,
-        streaks: Streaks,
-        stored: Mapping[str, Any],
-        messages: Sequence[BaseMessage],
+        self, state: Any, record: Record | None, messages: list[BaseMessage]
     ) -> dict[str, Any]:
-        """The state update that keeps `streaks`.
+        """The one state update of the turn: the record, and the messages to add.
 
-        It notes whether system reminders are stored: the next model call may have to send
-        them as user turns.
+        Stored system reminders the model needs as user turns are rewritten in that form
+        here (same ids: they replace the stored ones), once the model is known.
         """
-        if stored.get("system") or (messages and any(m.type == "system" for m in messages)):
-            return self._store.write(state, streaks, _SYSTEM_STORED)
-        return self._store.write(state, streaks)
+        kept = self._store.read(state) if record is None else record
+        if self._converts(kept):
+            messages = [*_as_user_turns(state["messages"]), *messages]
+            kept = {**kept, "system": False}
+        elif record is None:
+            return {}  # nothing changed
+        if messages and any(message.type == "system" for message in messages):
+            kept = {**kept, "system": True}
+        update = self._store.write(kept)
+        if messages:
+            update["messages"] = messages
+        return update
+
+    def _converts(self, record: Record) -> bool:
+        """Whether stored system reminders are to be rewritten as user turns now."""
+        return record.get("system", False) and self._keeps_system is False
 
     def _message_type(self) -> Literal["system", "human"]:
         if self.config.message_type == "system" and self._keeps_system is False:
@@ -267,109 +271,54 @@ class RepeatToolReminderMiddleware(
 
     # -- model calls ----------------------------------------------------------------------
 
-    def _keeps(self, model: object) -> bool:
-        if model is not self._model:
-            self._model, self._keeps_system = model, keeps_system_messages(model)
-        return bool(self._keeps_system)
-
-    def _stored(self, request: ModelRequest[ContextT]) -> Mapping[str, Any]:
-        """What this instance stored, if a model call has to act on it: empty otherwise.
-
-        A call acts on stored system reminders (when the model needs them as user turns) and
-        on a reminder the model saw (its answer says whether it recovered).
-        """
+    def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+        """The request, with stored system reminders as user turns if the model needs them."""
         try:
-            keeps = self._keeps(request.model)  # also the form of reminders stored next
-            stored = self._store.stored(request.state)
-            if stored.get("reminded") is True or (stored.get("system") and not keeps):
-                return stored
-        except Exception:
-            logger.exception("repeat reminder rendering failed; messages sent as stored")
-        return _EMPTY
-
-    def _prepare(
-        self, request: ModelRequest[ContextT], stored: Mapping[str, Any]
-    ) -> tuple[ModelRequest[ContextT], dict[str, Any]]:
-        """The request, with stored system reminders as user turns if the model needs them.
-
-        Also returns the state update that keeps them in that form.
-        """
-        try:
-            if not stored.get("system") or self._keeps(request.model):
-                return request, {}
+            if request.model is not self._model:
+                self._model = request.model
+                self._keeps_system = keeps_system_messages(request.model)
+            if request.tools is not self._tools:
+                self._tools = request.tools
+                for tool in request.tools:
+                    self.tool_policies.learn(
+                        getattr(tool, "name", None), getattr(tool, "metadata", None)
+                    )
+            if self._keeps_system or not self._stored_system(request.state):
+                return request  # most calls: nothing stored to convert
             messages = prepare_messages(request.messages, request.model)
-            converted = [
-                as_user_turn(m)
-                for m in request.messages
-                if m.type == "system" and is_reminder(m) and m.id is not None
-            ]
-            update = {
-                "messages": converted,
-                **self._store.update(request.state, {**stored, "system": False}),
-            }
-            return request.override(messages=cast("list[AnyMessage]", messages)), update
+            return request.override(messages=cast("list[AnyMessage]", messages))
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")
-            return request, {}
+            return request
 
-    def _answered(
-        self,
-        request: ModelRequest[ContextT],
-        response: ModelResponse[ResponseT],
-        stored: Mapping[str, Any],
-        update: dict[str, Any],
-    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
-        """The response, and the state update if the model answered after a reminder.
-
-        A model that answers without a call after a reminder it saw has recovered.
-        """
-        try:
-            if update:
-                stored = update[SOURCE][self._name]
-            if stored.get("reminded") is True and _answers(response):
-                self.stats.add_followup(recovered=True)
-                update = {
-                    **update,
-                    **self._store.update(request.state, {**stored, "reminded": False}),
-                }
-        except Exception:
-            logger.exception("repeat reminder bookkeeping failed; the run goes on")
-        if not update:
-            return response
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+    def _stored_system(self, state: Any) -> bool:
+        # The flag alone, read as it is: a record that is not valid is found, and logged,
+        # when the next turn is counted.
+        field = state.get(SOURCE)
+        entry = field.get(self._name) if type(field) is dict else None
+        return type(entry) is dict and entry.get("system") is True
 
     # -- tool calls -----------------------------------------------------------------------
 
     def _blocked(self, request: ToolCallRequest) -> ToolMessage | None:
-        tool = request.tool
-        self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
-        if not self._blocks:
-            return None
         try:
+            state = request.state
+            record = self._store.read(state)
+            turn = read_turn(state.get("messages", ()), record.get("turn", ""))
             call_id = request.tool_call.get("id") or ""
-            escalation = predict_escalation(
-                self._store.streaks(request.state),
-                request.state.get("messages", ()),
-                call_id,
-                self.config,
-                self.tool_policies,
-            )
+            position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
+            if position is None:
+                return None
+            escalation = self._counter.predict(record, turn, position, self.tool_policies)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None
         return None if escalation is None else blocked_result(escalation, call_id)
 
 
-_EMPTY: Mapping[str, Any] = {}
-_SYSTEM_STORED: Mapping[str, Any] = {"system": True}
-
-
-def _answers(response: ModelResponse[Any]) -> bool:
-    """Whether the model answered instead of calling a tool."""
-    if response.structured_response is not None:
-        return True
-    messages = [m for m in response.result if isinstance(m, AIMessage)]
-    return bool(messages) and not messages[-1].tool_calls
+def _as_user_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The stored system reminders, as the user turns that replace them."""
+    return [as_user_turn(m) for m in messages if m.type == "system" and is_reminder(m) and m.id]
 
 
 def _default_name(config: ReminderConfig) -> str:

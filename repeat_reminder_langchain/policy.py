@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .reminder import LOGGER_NAME, Level
 
-__all__ = ["POLICY_KEY", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
+__all__ = ["POLICY_KEY", "Levels", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
 
 POLICY_KEY = "repeat_reminder"
 """The metadata key under which a tool declares its policy."""
@@ -150,7 +150,7 @@ def _hints(metadata: Mapping[str, Any]) -> dict[str, bool]:
     """
     annotations = metadata.get("annotations")
     found = {}
-    for field, key in _HINTS:
+    for name, key in _HINTS:
         if isinstance(annotations, Mapping):
             hint = annotations.get(key)
         else:
@@ -158,7 +158,7 @@ def _hints(metadata: Mapping[str, Any]) -> dict[str, bool]:
         if hint is None:
             hint = metadata.get(key)
         if isinstance(hint, bool):
-            found[field] = hint
+            found[name] = hint
     return found
 
 
@@ -236,6 +236,41 @@ class ToolPolicies(dict[str, ToolPolicy]):
 
 
 @dataclass(frozen=True, slots=True)
+class Levels:
+    """Which reminder each count draws: a table up to the last threshold, arithmetic past it.
+
+    Gentle at the first threshold, detailed at the later ones, and, with `every`, detailed at
+    every `every`-th count past the last.
+
+    Example:
+        >>> [Levels.of((2, 4), every=3).at(n) for n in (1, 2, 4, 6, 7)]
+        [None, 'gentle', 'detailed', None, 'detailed']
+    """
+
+    table: tuple[Level | None, ...]
+    every: int | None = None
+
+    @classmethod
+    def of(cls, thresholds: Sequence[int], every: int | None = None) -> Levels:
+        """The levels of sorted, distinct `thresholds`."""
+        table: list[Level | None] = [None] * (thresholds[-1] + 1)
+        for threshold in thresholds:
+            table[threshold] = "detailed"
+        table[thresholds[0]] = "gentle"
+        return cls(tuple(table), every)
+
+    def at(self, count: int) -> Level | None:
+        """The reminder a count draws, if any."""
+        table = self.table
+        if count < len(table):
+            return table[count]
+        every = self.every
+        if every and (count - len(table) + 1) % every == 0:
+            return "detailed"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class Rules:
     """The rules one tool's calls are counted by: the configuration and the tool's policy.
 
@@ -244,41 +279,27 @@ class Rules:
         repeat_every: After the last threshold, a detailed reminder every this many repeats.
         result_aware: Whether the same call with a new result starts a new run.
         ignore: Argument paths left out of the key, each a tuple of segment patterns.
+        levels: The reminder each run length draws (derived from the two first).
     """
 
     thresholds: tuple[int, ...]
     repeat_every: int | None = None
     result_aware: bool = False
     ignore: tuple[tuple[re.Pattern[str], ...], ...] = ()
+    levels: Levels = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", Levels.of(self.thresholds, self.repeat_every))
 
     def level(self, count: int) -> Level | None:
         """Which reminder a run of `count` identical calls draws, if any."""
-        thresholds = self.thresholds
-        if count < thresholds[0]:
-            return None  # most calls: no streak yet
-        return level_at(count, thresholds, self.repeat_every)
+        return self.levels.at(count)
 
     def keyed(self, args: object) -> object:
         """The arguments that make up the call's key: `args` without the ignored paths."""
         for path in self.ignore:
             args = _without(args, path)
         return args
-
-
-def level_at(count: int, thresholds: tuple[int, ...], every: int | None = None) -> Level | None:
-    """The reminder a count draws, if any.
-
-    Gentle at the first threshold, detailed at the later ones, and, with `every`, detailed
-    at every `every`-th count past the last.
-    """
-    if count == thresholds[0]:
-        return "gentle"
-    if count in thresholds:
-        return "detailed"
-    last = thresholds[-1]
-    if every and count > last and (count - last) % every == 0:
-        return "detailed"
-    return None
 
 
 def compile_paths(patterns: Sequence[str]) -> tuple[tuple[re.Pattern[str], ...], ...]:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TypedDict
 
-from ._streaks import Tally
+from ._counter import Count
 
 __all__ = ["Stats", "StatsSnapshot"]
 
@@ -67,35 +67,24 @@ class Stats:
         self._reminders: Counter[tuple[str, str, str, bool]] = Counter()
         self._escalations: Counter[tuple[str, str]] = Counter()
         self._longest: tuple[str, int] | None = None
+        self._length = 1  # of the longest run: a run of one is no streak
         self._followed = 0
         self._recovered = 0
 
-    def add(self, tally: Tally, *, delivered: bool) -> None:
-        """Add what one count found; `delivered` says whether its reminders reached the model."""
+    def add(self, count: Count, *, delivered: bool = False) -> None:
+        """Add what one turn's count found; `delivered`: whether its reminders reached the model."""
+        longest = count.longest
         with self._lock:
-            self._calls += tally.calls
-            longest = tally.longest
-            if (
-                longest
-                and longest[1] > 1
-                and (self._longest is None or longest[1] > self._longest[1])
-            ):
-                self._longest = longest
-            if not (tally.reminders or tally.escalation or tally.followups):
-                return  # most turns
-            for reminder in tally.reminders:
+            self._calls += count.calls
+            if longest is not None and longest[1] > self._length:
+                self._longest, self._length = longest, longest[1]
+            if count.followups:
+                self._followed += len(count.followups)
+                self._recovered += sum(count.followups)
+            for reminder in count.reminders:
                 self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
-            if tally.escalation is not None:
-                self._escalations[tally.escalation.tool, tally.escalation.detector] += 1
-            if tally.followups:
-                self._followed += len(tally.followups)
-                self._recovered += sum(tally.followups)
-
-    def add_followup(self, *, recovered: bool) -> None:
-        """Add one reminder the model saw and followed up outside a counted turn."""
-        with self._lock:
-            self._followed += 1
-            self._recovered += recovered
+            if count.escalation is not None:
+                self._escalations[count.escalation.tool, count.escalation.detector] += 1
 
     def snapshot(self) -> StatsSnapshot:
         """The totals so far, as plain data."""

@@ -30,7 +30,7 @@ from repeat_reminder_langchain import (
     is_reminder,
     prepare_messages,
 )
-from repeat_reminder_langchain._streaks import Streaks
+from repeat_reminder_langchain._counter import Record, read_record
 
 _ids = itertools.count(1)
 
@@ -187,20 +187,21 @@ def reminders(messages: Sequence[BaseMessage]) -> list[tuple[str, str, int]]:
     return found
 
 
-def kept_streaks(agent: Any, thread: str) -> Streaks:
-    """The streaks a `Guarded` agent's guard keeps for `thread`, whichever face it is.
+def kept_record(agent: Any, thread: str) -> Record:
+    """The record a `Guarded` agent's guard keeps for `thread`, whichever face it is.
 
-    The handler keeps them in memory, by agent; the state-kept node in its state field; the
+    The handler keeps it in memory, by agent; the state-kept node in its state field; the
     middleware in its field, under its instance name.
     """
     if agent.handler is not None:
-        kept = [s for key, s in agent.handler._agents.items() if key[0] == ("thread", thread)]
+        records = agent.handler.records._agents
+        kept = [r for key, r in records.items() if key[0] == ("thread", thread)]
         assert len(kept) <= 1, f"{len(kept)} agents on thread {thread}"
-        return kept[0] if kept else Streaks()
+        return kept[0] if kept else {}
     field = agent.state(thread).get("repeat_tool_reminder")
     if agent.face == "middleware" and field is not None:
         field = field.get(agent.guard.name)
-    return Streaks.from_dict(field)
+    return read_record(field or {})
 
 
 def final_messages(events: Sequence[Any]) -> list[BaseMessage]:

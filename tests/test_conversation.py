@@ -17,17 +17,12 @@ from langchain_core.messages import (
 
 from repeat_reminder_langchain import Reminder, ReminderConfig
 from repeat_reminder_langchain._conversation import (
-    Turn,
-    _follows_previous_turn,
-    continues,
     is_user_message,
-    latest_turn,
-    predict_escalation,
     read_messages,
     read_state,
-    tally_conversation,
+    read_turn,
 )
-from repeat_reminder_langchain._streaks import Streaks
+from repeat_reminder_langchain._counter import NOTHING, Count, Counter, Record, Turn
 from repeat_reminder_langchain.canonical import canonicalize, digest
 from repeat_reminder_langchain.messages import (
     blocked_result,
@@ -47,8 +42,47 @@ def result(call_id: str, content: Any = "ok", **fields: Any) -> ToolMessage:
     return ToolMessage(content, tool_call_id=call_id, **fields)
 
 
-def counted(messages: list[Any], streaks: Streaks | None = None) -> Any:
-    return tally_conversation(streaks or Streaks(), messages, CONFIG)
+def counted(
+    messages: list[Any],
+    record: Record | None = None,
+    config: ReminderConfig = CONFIG,
+    policies: Any = None,
+    *,
+    sees: bool = True,
+    end: int | None = None,
+    trace: list[Any] | None = None,
+) -> Count:
+    """A face's count: the conversation read, then counted."""
+    record = record or {}
+    read = read_turn(messages, record.get("turn", ""), end)
+    observe = None if trace is None else trace.append
+    return Counter(config).count(record, read, policies, sees=sees, observe=observe)
+
+
+def kept(messages: list[Any], record: Record | None = None, **kwargs: Any) -> Record:
+    """The record a face keeps after the count: the new one, or the one it had."""
+    found = counted(messages, record, **kwargs).record
+    return (record or {}) if found is None else found
+
+
+def latest(messages: list[Any], end: int | None = None) -> Turn:
+    """The latest model turn, read as if nothing was counted yet."""
+    return read_turn(messages, "", end)
+
+
+def predict(
+    record: Record, messages: list[Any], call_id: str, config: ReminderConfig, policies: Any = None
+) -> Escalation | None:
+    """What the middleware predicts for a call about to run."""
+    pending = read_turn(messages, record.get("turn", ""))
+    position = next((i for i, c in enumerate(pending.calls) if c.id == call_id), None)
+    if position is None:
+        return None
+    return Counter(config).predict(record, pending, position, policies)
+
+
+def _digest(args: Any) -> str:
+    return digest(canonicalize(args))
 
 
 def test_the_latest_turn_is_read_with_its_results_in_call_order() -> None:
@@ -58,8 +92,8 @@ def test_the_latest_turn_is_read_with_its_results_in_call_order() -> None:
         result("b", "second", status="error"),
         result("a", "first"),
     ]
-    found = latest_turn(messages)
-    assert found is not None and found.complete and found.position == 1
+    found = latest(messages)
+    assert found.id == "#1:a\x1fb" and not found.waiting
     assert [(c.id, c.tool, c.result, c.error) for c in found.calls] == [
         ("a", "probe", "first", False),
         ("b", "probe", "second", True),
@@ -70,8 +104,10 @@ def test_the_latest_turn_is_read_with_its_results_in_call_order() -> None:
 def test_a_turn_is_not_complete_until_every_call_has_its_result(ids: list[str]) -> None:
     asked = [HumanMessage("go"), turn(*[call("probe", None, i) for i in ids])]
     messages = [*asked, *(result(i) for i in ids[1:])]
-    assert latest_turn(messages) == Turn(f"#1:{chr(31).join(ids)}", 1, (), False)
-    assert counted(messages).calls == 0
+    found = latest(messages)
+    assert (found.id, found.waiting) == (f"#1:{chr(31).join(ids)}", True)
+    assert [c.result for c in found.calls] == [None, *("ok" for _ in ids[1:])]
+    assert counted(messages) == Count(None, followups=[])
 
 
 REFUSED = blocked_result(Escalation("probe", 3, "repeat", "{}", "block"), "x")
@@ -92,17 +128,16 @@ def test_the_guards_refusal_of_a_call_tells_nothing_and_any_other_result_is_read
 ) -> None:
     more = [call("probe", {"q": n}, f"y{n}") for n in range(others)]
     messages = [turn(call("probe", None, "x"), *more), answer, *(result(c["id"]) for c in more)]
-    found = latest_turn(messages)
-    assert found is not None and found.complete
+    found = latest(messages)
+    assert not found.waiting
     assert [(c.result, c.error) for c in found.calls] == [read] + [("ok", False)] * others
 
 
 def test_calls_sharing_an_id_each_take_one_result_in_order() -> None:
     messages = [turn(*[call("probe", {"q": n}, "call_0") for n in range(3)])]
-    assert not latest_turn([*messages, result("call_0", "r0")]).complete  # type: ignore[union-attr]
+    assert latest([*messages, result("call_0", "r0")]).waiting
     answered = [*messages, result("call_0", "r0"), result("call_0", "r1"), result("call_0", "r2")]
-    found = latest_turn(answered)
-    assert found is not None
+    found = latest(answered)
     assert [(c.args, c.result) for c in found.calls] == [
         ({"q": 0}, "r0"),
         ({"q": 1}, "r1"),
@@ -113,8 +148,7 @@ def test_calls_sharing_an_id_each_take_one_result_in_order() -> None:
 
 def test_a_call_answered_twice_keeps_the_answer_the_model_read_last() -> None:
     messages = [turn(call("probe", None, "a")), result("a", "stale"), result("a", "fresh")]
-    found = latest_turn(messages)
-    assert found is not None and found.calls[0].result == "fresh"
+    assert latest(messages).calls[0].result == "fresh"
 
 
 def test_calls_without_ids_count_and_differ_by_their_arguments() -> None:
@@ -126,28 +160,28 @@ def test_calls_without_ids_count_and_differ_by_their_arguments() -> None:
             {**no_id, "name": "probe", "args": {"q": 2}},
         ],
     )
-    found = latest_turn([message])
-    assert found is not None and found.complete
+    found = latest([message])
+    assert not found.waiting
     assert [(c.id, c.args) for c in found.calls] == [("", {"q": 1}), ("", {"q": 2})]
-    assert counted([message]).streaks.count == 1  # two different calls
+    assert kept([message])["count"] == 1  # two different calls
 
 
 def test_two_turns_without_message_ids_that_reuse_call_ids_stay_two_turns() -> None:
     first = [turn(call("probe", None, "call_0")), result("call_0")]
     second = [*first, turn(call("probe", None, "call_0")), result("call_0")]
-    after_first = counted(first).streaks
+    after_first = kept(first)
     tally = counted(second, after_first)
-    assert tally.calls == 1 and tally.streaks.count == 2
-    assert latest_turn(first).id != latest_turn(second).id  # type: ignore[union-attr]
+    assert tally.calls == 1 and kept(second, after_first)["count"] == 2
+    assert latest(first).id != latest(second).id
 
 
 def test_a_turn_reusing_a_call_id_waits_for_its_own_result_not_the_previous_turns() -> None:
     first = [turn(call("probe", None, "call_0")), result("call_0")]
     second = [*first, turn(call("probe", None, "call_0"), call("ls", None, "call_1"))]
     half = [*second, result("call_1")]
-    assert not latest_turn(half).complete  # type: ignore[union-attr]
-    assert counted(half, counted(first).streaks).waiting
-    assert latest_turn([*half, result("call_0")]).complete  # type: ignore[union-attr]
+    assert latest(half).waiting
+    assert counted(half, kept(first)).record is None  # counted once every result is in
+    assert not latest([*half, result("call_0")]).waiting
 
 
 NO_ID: dict[str, Any] = {"type": "tool_call", "id": None, "name": "probe", "args": {}}
@@ -178,132 +212,26 @@ def test_a_turn_is_known_by_its_message_id_or_else_its_position_and_call_ids(
     # The identity is kept in checkpoints: it must not change between versions.
     answers = [result(c["id"]) for c in message.tool_calls if c["id"]]
     messages = [HumanMessage("go"), message, *answers]
-    assert latest_turn(messages).id == stored  # type: ignore[union-attr]
-    assert counted(messages).streaks.turn == stored
-    assert continues([*messages, HumanMessage("a reminder, say")], stored)
+    assert latest(messages).id == stored
+    assert kept(messages)["turn"] == stored
+    assert read_turn(messages, stored) is NOTHING
 
 
-def steady() -> list[Any]:
-    """The most common step: a turn with one call, answered, right after the previous one's."""
-    return [
+def test_a_turn_is_counted_once_and_the_reading_stops_at_the_turn_before() -> None:
+    messages = [
         HumanMessage("go"),
         AIMessage("", id="t1", tool_calls=[call("probe", {"q": 1}, "a")]),
         result("a"),
         AIMessage("", id="t2", tool_calls=[call("probe", {"q": 2}, "b")]),
         result("b", "no such file", status="error"),
     ]
-
-
-def test_the_common_step_is_known_from_its_last_four_messages() -> None:
-    messages = steady()
-    assert _follows_previous_turn(messages, len(messages))
-    assert not _follows_previous_turn(messages, 3)  # as it stood then: the first turn
-
-
-def _replace(position: int, message: Any) -> Any:
-    def change(messages: list[Any]) -> None:
-        messages[position] = message
-
-    return change
-
-
-def _insert(position: int, message: Any) -> Any:
-    def change(messages: list[Any]) -> None:
-        messages.insert(position, message)
-
-    return change
-
-
-TWO_CALLS = AIMessage("", id="t2", tool_calls=[call("probe", {"q": 2}, "b"), call("ls", None, "c")])
-STOPPED = AIMessage("I am done", id="t1")
-
-
-INVALID_TOO = AIMessage(
-    "",
-    id="t2",
-    tool_calls=[call("probe", {"q": 2}, "b")],
-    invalid_tool_calls=[{**INVALID, "name": "probe", "args": "{", "id": "c"}],
-)
-# Steps other than the common one: whether each still has its shape (and takes the shortcut,
-# the turn itself read as every turn is), or not.
-VARIANTS = pytest.mark.parametrize(
-    ("change", "shortcut"),
-    [
-        pytest.param(_insert(3, HumanMessage("and now?")), False, id="the user spoke between"),
-        pytest.param(_replace(1, STOPPED), False, id="the model had stopped before"),
-        pytest.param(_insert(3, result("a", "again")), False, id="two results before"),
-        pytest.param(_replace(4, HumanMessage("stop")), False, id="the user spoke last"),
-        pytest.param(_replace(2, SystemMessage("a note")), False, id="no result before"),
-        pytest.param(
-            _replace(3, AIMessageChunk("", id="t2", tool_calls=[call("probe", None, "b")])),
-            False,
-            id="a chunk",
-        ),
-        pytest.param(
-            _replace(3, AIMessage("an answer", id="t2")), True, id="a result after an answer"
-        ),
-        pytest.param(
-            _replace(3, AIMessage("", id="t2", invalid_tool_calls=[{**INVALID, "id": "b"}])),
-            True,
-            id="only an invalid call",
-        ),
-        pytest.param(_replace(3, TWO_CALLS), True, id="two calls"),
-        pytest.param(
-            _replace(3, AIMessage("", tool_calls=[call("probe", {"q": 2}, "b")])),
-            True,
-            id="no turn id",
-        ),
-        pytest.param(
-            _replace(3, AIMessage("", id="t2", tool_calls=[{**call("probe"), "id": None}])),
-            True,
-            id="a call without an id",
-        ),
-        pytest.param(_replace(3, INVALID_TOO), True, id="an invalid call too"),
-        pytest.param(_replace(4, result("z")), True, id="the result answers another call"),
-    ],
-)
-# The newest call made once already (so a reset shows), or a reminder to follow up.
-BEFORE = [
-    Streaks(turn="t1", tool="probe", digest=digest(canonicalize({"q": 2})), count=1),
-    Streaks(turn="t1", reminded=True),
-]
-
-
-@VARIANTS
-def test_only_a_turn_right_after_the_previous_result_takes_the_shortcut(
-    change: Any, shortcut: bool
-) -> None:
-    messages = steady()
-    change(messages)
-    assert _follows_previous_turn(messages, len(messages)) is shortcut
-
-
-@VARIANTS
-@pytest.mark.parametrize("before", BEFORE)
-def test_every_step_counts_as_the_general_reading_counts_it(
-    change: Any, shortcut: bool, before: Streaks
-) -> None:
-    messages = steady()
-    change(messages)
-    # A message after the result makes the general reading read it, and it finds the same.
-    assert counted(messages, before) == counted([*messages, SystemMessage("a note")], before)
-
-
-def test_the_common_step_is_counted_once() -> None:
-    messages = steady()
-    tally = counted(messages, Streaks(turn="t1", tool="probe", digest="d", count=1))
-    assert (tally.calls, tally.streaks.turn, tally.streaks.count) == (1, "t2", 1)
-    assert counted(messages, Streaks(turn="t2")).calls == 0  # counted already
-
-
-def test_a_conversation_continues_a_turn_only_while_that_turn_is_its_latest() -> None:
-    messages = [HumanMessage("go"), turn(call("probe", None, "a")), result("a")]
-    counted_turn = counted(messages).streaks.turn
-    assert continues(messages, counted_turn)
-    assert not continues([*messages, turn(call("probe", None, "b"))], counted_turn)
-    assert not continues([*messages, AIMessage("a side answer", id="m2")], counted_turn)
-    assert not continues([HumanMessage("go")], counted_turn)
-    assert not continues([], "")
+    tally = counted(messages, {"turn": "t1", "tool": "probe", "key": "d", "count": 1})
+    assert tally.record is not None
+    assert (tally.calls, tally.record["turn"], tally.record["count"]) == (1, "t2", 1)
+    assert read_turn(messages, "t2") is NOTHING  # counted already
+    # The user spoke before the first turn: not since the turn before this one.
+    assert not read_turn(messages, "t1").spoke_before
+    assert read_turn(messages[:3], "").spoke_before
 
 
 def test_invalid_calls_count_after_the_valid_ones_and_never_collide_with_them() -> None:
@@ -316,22 +244,20 @@ def test_invalid_calls_count_after_the_valid_ones_and_never_collide_with_them() 
             {**INVALID, "name": "probe", "args": "{bad", "id": "d"},
         ],
     )
-    found = latest_turn([message, result("d", "Error: bad json", status="error")])
-    assert found is not None
+    found = latest([message, result("d", "Error: bad json", status="error")])
     assert [(c.id, c.tool, c.args, c.result, c.error) for c in found.calls] == [
         ("", "probe", {}, None, False),
         ("", "probe", "{bad", None, False),
         ("d", "probe", "{bad", "Error: bad json", True),
     ]
-    assert latest_turn([AIMessage("", invalid_tool_calls=[])]) is None
+    assert latest([AIMessage("", invalid_tool_calls=[])]) == Turn(answered=True)
     # The same with one valid call that has its id and result.
     message = AIMessage(
         "",
         tool_calls=[call("probe", {}, "a")],
         invalid_tool_calls=[{**INVALID, "name": "probe", "args": "{bad", "id": "d"}],
     )
-    found = latest_turn([message, result("a", "fine")])
-    assert found is not None
+    found = latest([message, result("a", "fine")])
     assert [(c.id, c.args, c.result) for c in found.calls] == [
         ("a", {}, "fine"),
         ("d", "{bad", None),
@@ -339,26 +265,26 @@ def test_invalid_calls_count_after_the_valid_ones_and_never_collide_with_them() 
 
 
 def test_the_user_speaking_after_a_complete_uncounted_turn_resets_and_sends_nothing() -> None:
-    before = counted([turn(call("probe", None, "a")), result("a")]).streaks
+    before = kept([turn(call("probe", None, "a")), result("a")])
     messages = [turn(call("probe", None, "a")), result("a")] * 1 + [
         turn(call("probe", None, "b")),
         result("b"),
         HumanMessage("never mind"),
     ]
     tally = counted(messages, before)
-    assert tally.reminders == () and tally.calls == 1
-    assert tally.streaks == Streaks(turn=tally.streaks.turn)
+    assert list(tally.reminders) == [] and tally.calls == 1
+    assert tally.record == {"turn": "#2:b"}
 
 
 def test_a_conversation_read_up_to_end_ignores_what_came_after() -> None:
-    streaks = Streaks(turn="t0", tool="probe", digest=_digest({}), count=1)
+    record: Record = {"turn": "t0", "tool": "probe", "key": _digest({}), "count": 1}
     messages = [turn(call("probe", None, "a")), result("a"), HumanMessage("new question")]
-    tally = tally_conversation(streaks, messages, CONFIG, end=2)
-    assert tally.streaks.count == 2 and len(tally.reminders) == 1
+    tally = counted(messages, record, end=2)
+    assert kept(messages, record, end=2)["count"] == 2 and len(tally.reminders) == 1
 
 
 def test_a_user_message_that_came_in_while_the_tools_ran_resets_the_next_turn() -> None:
-    streaks = Streaks(turn="#0:a", tool="probe", digest=_digest({}), count=1)
+    record: Record = {"turn": "#0:a", "tool": "probe", "key": _digest({}), "count": 1}
     messages = [
         turn(call("probe", None, "a")),
         HumanMessage("while you are at it"),
@@ -366,7 +292,7 @@ def test_a_user_message_that_came_in_while_the_tools_ran_resets_the_next_turn() 
         turn(call("probe", None, "b")),
         result("b"),
     ]
-    assert counted(messages, streaks).streaks.count == 1
+    assert kept(messages, record)["count"] == 1
 
 
 @pytest.mark.parametrize(
@@ -377,40 +303,41 @@ def test_a_user_message_that_came_in_while_the_tools_ran_resets_the_next_turn() 
         ([turn(call("probe", None, "a"), call("probe", None, "b")), result("a")], True),
     ],
 )
-def test_with_no_new_turn_to_count_the_streaks_stay_until_the_user_speaks(
+def test_with_no_new_turn_to_count_the_record_stays_until_the_user_speaks(
     messages: list[Any], waiting: bool
 ) -> None:
-    streaks = Streaks(turn="#0:a", tool="probe", digest=_digest({}), count=3, escalations=1)
-    tally = counted(messages, streaks)
-    assert (tally.streaks, tally.calls, tally.waiting) == (streaks, 0, waiting)
-    spoke = counted([*messages, HumanMessage("something else")], streaks)
-    assert (spoke.streaks, spoke.calls, spoke.waiting) == (streaks.reset(), 0, waiting)
-    assert spoke.streaks == Streaks(turn="#0:a", escalations=1)
+    record: Record = {"turn": "#0:a", "tool": "probe", "key": _digest({}), "count": 3}
+    assert latest(messages).waiting is waiting
+    tally = counted(messages, record)
+    assert (tally.record, tally.calls) == (None, 0)
+    spoke = counted([*messages, HumanMessage("something else")], record)
+    assert (spoke.record, spoke.calls) == ({"turn": "#0:a"}, 0)
 
 
 def test_a_turn_is_counted_only_once() -> None:
     # Read again at every step: the user message before it must not reset it again.
     messages = [HumanMessage("go"), turn(call("probe", None, "a")), result("a")]
-    first = counted(messages, Streaks(turn="t0", tool="probe", digest="d", count=4))
-    again = counted(messages, first.streaks)
-    assert (first.calls, first.streaks.count) == (1, 1)
-    assert (again.calls, again.streaks) == (0, first.streaks)
+    first = counted(messages, {"turn": "t0", "tool": "probe", "key": "d", "count": 4})
+    assert first.record is not None
+    again = counted(messages, first.record)
+    assert (first.calls, first.record["count"]) == (1, 1)
+    assert (again.calls, again.record) == (0, None)
 
 
 def test_the_user_speaking_after_a_loop_calls_it_off_and_the_trace_shows_nothing_drawn() -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3)
-    streaks = Streaks(turn="t0", tool="probe", digest=_digest({}), count=2)
+    record: Record = {"turn": "t0", "tool": "probe", "key": _digest({}), "count": 2}
     messages = [turn(call("probe", None, "a")), result("a")]
     trace: list[Any] = []
-    tally = tally_conversation(streaks, messages, config, trace=trace)
+    tally = counted(messages, record, config, trace=trace)
     assert tally.escalation is not None and [e.escalation for e in trace] == [tally.escalation]
     trace.clear()
     spoke = [*messages, HumanMessage("stop that")]
-    tally = tally_conversation(streaks, spoke, config, trace=trace)
-    assert (tally.escalation, tally.reminders, tally.streaks) == (None, (), Streaks(turn="#0:a"))
+    tally = counted(spoke, record, config, trace=trace)
+    assert (tally.escalation, list(tally.reminders), tally.record) == (None, [], {"turn": "#0:a"})
     assert [(e.streak, e.reminder, e.escalation) for e in trace] == [(3, None, None)]
     trace.clear()
-    tally = tally_conversation(streaks._replace(count=1), spoke, config, trace=trace)
+    tally = counted(spoke, {**record, "count": 1}, config, trace=trace)
     assert [(e.streak, e.reminder, e.escalation) for e in trace] == [(2, None, None)]
 
 
@@ -421,38 +348,34 @@ def test_a_tool_that_declares_itself_excluded_is_not_counted() -> None:
         result("b"),
     ]
     policies = {"poller": ToolPolicy(exclude=True)}
-    tally = tally_conversation(Streaks(), messages, CONFIG, policies)
-    assert (tally.calls, tally.reminders, tally.streaks.count) == (0, [], 0)
+    tally = counted(messages, {}, CONFIG, policies)
+    assert (tally.calls, list(tally.reminders)) == (0, [])
+    assert kept(messages, {}, policies=policies)["count"] == 0
 
 
 def test_a_user_message_before_the_turn_resets_first() -> None:
     messages = [turn(call("probe", None, "a")), result("a"), HumanMessage("again")]
-    streaks = counted(messages).streaks
-    assert streaks.count == 0
+    assert kept(messages) == {"turn": "#0:a"}  # counted, then reset: the user spoke after
     messages += [turn(call("probe", None, "b")), result("b")]
-    assert (
-        counted(messages, Streaks(turn="#0:a", tool="probe", digest="x", count=1)).streaks.count
-        == 1
-    )
+    assert kept(messages, {"turn": "#0:a", "tool": "probe", "key": "x", "count": 1})["count"] == 1
 
 
 def test_message_chunks_are_read_as_the_messages_they_are_part_of() -> None:
     chunk = {"name": "probe", "args": "{}", "id": "a", "index": 0}
-    streaked = Streaks(turn="t0", tool="probe", digest=_digest({}), count=1)
+    streaked: Record = {"turn": "t0", "tool": "probe", "key": _digest({}), "count": 1}
     messages = [
         AIMessageChunk("", tool_call_chunks=[chunk]),
         ToolMessageChunk("ok", tool_call_id="a"),
     ]
-    found = latest_turn([HumanMessage("go"), *messages])
-    assert found is not None and found.position == 1
+    found = latest([HumanMessage("go"), *messages])
     assert [(c.id, c.result) for c in found.calls] == [("a", "ok")]
-    assert counted(messages, streaked).streaks.count == 2
-    assert counted([HumanMessageChunk("again"), *messages], streaked).streaks.count == 1
-    assert counted([*messages, HumanMessageChunk("stop")], streaked).streaks.count == 0
+    assert kept(messages, streaked)["count"] == 2
+    assert kept([HumanMessageChunk("again"), *messages], streaked)["count"] == 1
+    assert kept([*messages, HumanMessageChunk("stop")], streaked).get("count", 0) == 0
     # A chunk is the previous turn too: a user message before it is not since it.
     following = [HumanMessage("go"), *messages, turn(call("probe", None, "b")), result("b")]
-    previous = Streaks(turn="#1:a", tool="probe", digest=_digest({}), count=1)
-    assert counted(following, previous).streaks.count == 2
+    previous: Record = {"turn": "#1:a", "tool": "probe", "key": _digest({}), "count": 1}
+    assert kept(following, previous)["count"] == 2
     # The results of a turn of several calls are chunks too.
     two = AIMessageChunk("", tool_call_chunks=[chunk, {**chunk, "id": "b", "index": 1}])
     answered = [
@@ -460,26 +383,27 @@ def test_message_chunks_are_read_as_the_messages_they_are_part_of() -> None:
         ToolMessageChunk("one", tool_call_id="a"),
         ToolMessageChunk("2", tool_call_id="b"),
     ]
-    found = latest_turn(answered)
-    assert found is not None and found.complete
+    found = latest(answered)
+    assert not found.waiting
     assert [(c.id, c.result) for c in found.calls] == [("a", "one"), ("b", "2")]
 
 
 def test_the_guards_reminder_after_a_turn_is_not_the_user_speaking() -> None:
-    streaks = Streaks(turn="t0", tool="probe", digest=_digest({}), count=1)
+    record: Record = {"turn": "t0", "tool": "probe", "key": _digest({}), "count": 1}
     reminder = reminder_message(Reminder("probe", 2, "gentle", "{}"), "human")
     messages = [turn(call("probe", None, "a")), result("a"), reminder, SystemMessage("rules")]
-    tally = counted(messages, streaks)
-    assert tally.streaks.count == 2 and len(tally.reminders) == 1
+    tally = counted(messages, record)
+    assert tally.record is not None
+    assert tally.record["count"] == 2 and len(tally.reminders) == 1
     # Nor before the next turn: the run goes on.
     messages += [turn(call("probe", None, "b")), result("b")]
-    assert counted(messages, tally.streaks).streaks.count == 3
+    assert kept(messages, tally.record)["count"] == 3
 
 
 def test_a_reminder_drawn_is_taken_to_reach_the_model_unless_told_otherwise() -> None:
     messages = [turn(call("probe", None, "a"), call("probe", None, "b")), result("a"), result("b")]
-    assert counted(messages).streaks.reminded
-    assert not tally_conversation(Streaks(), messages, CONFIG, seen_by_model=False).streaks.reminded
+    assert kept(messages)["reminded"]
+    assert not kept(messages, sees=False)["reminded"]
 
 
 def test_the_guards_own_messages_and_summaries_are_not_the_user() -> None:
@@ -494,17 +418,22 @@ def test_the_guards_own_messages_and_summaries_are_not_the_user() -> None:
 
 
 def test_a_model_that_answers_after_a_reminder_it_saw_has_recovered() -> None:
-    streaks = Streaks(turn="t", tool="probe", digest="d", count=3, reminded=True)
-    tally = counted([HumanMessage("go"), AIMessage("the answer")], streaks)
-    assert tally.followups == (True,) and tally.streaks == streaks._replace(reminded=False)
-    assert tally.streaks.reminded is False  # as stored in a checkpoint
+    record: Record = {"turn": "t", "tool": "probe", "key": "d", "count": 3, "reminded": True}
+    tally = counted([HumanMessage("go"), AIMessage("the answer")], record)
+    assert tally.followups == [True] and tally.record == {**record, "reminded": False}
     # The guard's own final message is not the model answering.
     escalation = Escalation("probe", 9, "repeat", "{}", "end")
-    assert counted([escalation_message(escalation)], streaks).followups == ()
+    assert counted([escalation_message(escalation)], record) == Count(None, followups=[])
 
 
 def test_the_guards_own_final_message_is_not_the_model_stopping() -> None:
-    streaks = Streaks(turn="#0:a", tool="probe", digest=_digest({}), count=3, reminded=True)
+    record: Record = {
+        "turn": "#0:a",
+        "tool": "probe",
+        "key": _digest({}),
+        "count": 3,
+        "reminded": True,
+    }
     escalation = Escalation("probe", 3, "repeat", "{}", "end")
     messages = [
         turn(call("probe", None, "a")),
@@ -514,11 +443,11 @@ def test_the_guards_own_final_message_is_not_the_model_stopping() -> None:
         turn(call("probe", None, "b")),
         result("b"),
     ]
-    assert list(counted(messages, streaks).followups) == []
+    assert list(counted(messages, record).followups) == []
 
 
 def test_a_stop_after_a_reminder_is_seen_when_the_next_turn_is_counted() -> None:
-    streaks = Streaks(turn="t0", tool="probe", digest="d", count=3, reminded=True)
+    record: Record = {"turn": "t0", "tool": "probe", "key": "d", "count": 3, "reminded": True}
     messages = [
         turn(call("probe", None, "a")),
         result("a"),
@@ -527,24 +456,31 @@ def test_a_stop_after_a_reminder_is_seen_when_the_next_turn_is_counted() -> None
         turn(call("other", None, "b")),
         result("b"),
     ]
-    tally = counted(messages, streaks)
-    assert tally.followups == (True,)
-    assert tally.streaks.count == 1  # the user spoke: counting started over
-    assert tally.streaks.reminded is False
+    tally = counted(messages, record)
+    assert tally.followups == [True] and tally.record is not None
+    assert tally.record["count"] == 1  # the user spoke: counting started over
+    assert tally.record["reminded"] is False
     # The same when the model goes on, unasked, with tools the guard does not count.
     untracked = ReminderConfig(thresholds=[2], exclude=["other"])
     unasked = [m for m in messages if not isinstance(m, HumanMessage)]
-    tally = tally_conversation(streaks, unasked, untracked)
-    assert tally.followups == (True,) and tally.streaks.reminded is False
+    tally = counted(unasked, record, untracked)
+    assert tally.followups == [True] and tally.record is not None
+    assert tally.record["reminded"] is False
 
 
 def test_a_model_that_makes_the_reminded_call_again_has_not_recovered() -> None:
-    streaks = Streaks(turn="#0:a", tool="probe", digest=_digest({}), count=2, reminded=True)
+    record: Record = {
+        "turn": "#0:a",
+        "tool": "probe",
+        "key": _digest({}),
+        "count": 2,
+        "reminded": True,
+    }
     messages = [turn(call("probe", None, "a")), result("a"), turn(call("probe", None, "b"))]
-    assert list(counted([*messages, result("b")], streaks).followups) == [False]
+    assert list(counted([*messages, result("b")], record).followups) == [False]
     # Nor is a model that stopped when it had not been reminded.
     stopped = [*messages[:2], AIMessage("done"), HumanMessage("again"), *messages[2:]]
-    assert list(counted([*stopped, result("b")], streaks._replace(reminded=False)).followups) == []
+    assert list(counted([*stopped, result("b")], {**record, "reminded": False}).followups) == []
 
 
 def test_state_reading_takes_dicts_objects_and_nothing() -> None:
@@ -559,23 +495,24 @@ def test_state_reading_takes_dicts_objects_and_nothing() -> None:
     assert read_state({"repeat_tool_reminder": {"count": 1}}, "repeat_tool_reminder") == {
         "count": 1
     }
-    assert counted(list(read_messages({}, "messages"))).streaks == Streaks()
+    assert read_turn(list(read_messages({}, "messages")), "") is NOTHING
+    assert read_turn([HumanMessage("hi")], "") == Turn(spoke_after=True)
 
 
 def test_an_escalation_is_predicted_for_the_call_that_would_reach_the_limit() -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3, exit_behavior="block")
-    streaks = Streaks(turn="t0", tool="probe", digest=_digest({"q": 1}), count=1)
+    record: Record = {"turn": "t0", "tool": "probe", "key": _digest({"q": 1}), "count": 1}
     pending = turn(
         call("probe", {"q": 1}, "x"), call("probe", {"q": 1}, "y"), call("other", None, "z")
     )
-    assert predict_escalation(streaks, [pending], "x", config) is None
-    predicted = predict_escalation(streaks, [pending], "y", config)
+    assert predict(record, [pending], "x", config) is None
+    predicted = predict(record, [pending], "y", config)
     assert predicted is not None and predicted.count == 3
-    assert predict_escalation(streaks, [pending], "z", config) is None
-    assert predict_escalation(streaks, [pending], "unknown", config) is None
-    assert predict_escalation(streaks, [], "y", config) is None
+    assert predict(record, [pending], "z", config) is None
+    assert predict(record, [pending], "unknown", config) is None
+    assert predict(record, [], "y", config) is None
     # A user message since the last counted turn starts the count over.
-    assert predict_escalation(streaks, [HumanMessage("stop"), pending], "y", config) is None
+    assert predict(record, [HumanMessage("stop"), pending], "y", config) is None
 
 
 @pytest.mark.parametrize(
@@ -586,15 +523,9 @@ def test_a_call_the_guard_does_not_count_is_never_predicted_to_escalate(
     tools: list[str], target: int
 ) -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3, exit_behavior="block")
-    streaks = Streaks(turn="t0", tool="probe", digest=_digest({}), count=1)
+    record: Record = {"turn": "t0", "tool": "probe", "key": _digest({}), "count": 1}
     pending = turn(*[call(tool, None, f"c{n}") for n, tool in enumerate(tools)])
     policies = {"poller": ToolPolicy(exclude=True)}
-    assert predict_escalation(streaks, [pending], f"c{target}", config, policies) is None
+    assert predict(record, [pending], f"c{target}", config, policies) is None
     if tools[1:2] == ["probe"]:  # the call before it does escalate
-        assert predict_escalation(streaks, [pending], "c1", config, policies) is not None
-
-
-def _digest(args: Any) -> str:
-    from repeat_reminder_langchain.canonical import canonicalize, digest
-
-    return digest(canonicalize(args))
+        assert predict(record, [pending], "c1", config, policies) is not None

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import repeat_reminder_langchain.middleware as middleware_module
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
-from repeat_reminder_langchain._streaks import Streaks, Tally
+from repeat_reminder_langchain._counter import Count
 from repeat_reminder_langchain.events import (
     areport,
     escalation_event,
@@ -157,7 +157,7 @@ def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
 
 def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCaptureFixture) -> None:
     stats = Stats()
-    tally = Tally(Streaks(), [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
+    tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
         report(tally, stats, ReminderConfig(), None)
         asyncio.run(areport(tally, stats, ReminderConfig(mode="observe"), None))

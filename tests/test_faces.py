@@ -96,11 +96,10 @@ def test_a_model_that_answers_after_a_reminder_has_recovered(guarded: Make, thre
     agent = guarded(LoopModel(), checkpointer=InMemorySaver())
     agent.invoke(ask("loop 3"), thread)  # a reminder at 3, then the model answers
 
-    if agent.face == "state":
-        # The state-kept node runs only after tools: it sees the answer when the thread
-        # goes on.
-        assert agent.stats.snapshot()["followed"] == 0
-        agent.invoke(ask("thanks; loop 1"), thread)
+    # The answer is read from the conversation when the thread goes on: the guard's next
+    # count, on every face (no face writes its record from a model call).
+    assert agent.stats.snapshot()["followed"] == 0
+    agent.invoke(ask("thanks; loop 1"), thread)
     stats = agent.stats.snapshot()
     assert (stats["followed"], stats["recovered"], stats["recovery_rate"]) == (1, 1, 1.0)
     assert stats["reminders"] == {"probe": {"gentle": 1}}

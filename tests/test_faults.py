@@ -21,6 +21,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
 import repeat_reminder_langchain.callbacks as callbacks_module
+import repeat_reminder_langchain.graph as graph_module
 from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
@@ -207,7 +208,8 @@ def test_a_bug_inside_the_handler_is_logged_and_the_run_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(callbacks_module, "tally_conversation", broken)
+    monkeypatch.setattr(callbacks_module, "read_turn", broken)
+    monkeypatch.setattr(graph_module, "read_turn", broken)
     guard = RepeatToolReminderCallbackHandler()
 
     with caplog.at_level(logging.WARNING):

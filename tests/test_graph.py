@@ -493,7 +493,8 @@ def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_la
 
 def test_a_state_kept_node_remembers_a_bounded_number_of_threads() -> None:
     node = RepeatToolReminderNode()
-    node._store.limit = 2
+    records = node._records
+    records.limit = 2  # type: ignore[attr-defined]
     made = turn(call("probe", SAME))
     state = {
         "messages": [
@@ -504,8 +505,8 @@ def test_a_state_kept_node_remembers_a_bounded_number_of_threads() -> None:
     }
     for number in range(5):
         assert "repeat_tool_reminder" in node(state, {"configurable": {"thread_id": str(number)}})
-        assert len(node._stored_for) <= 2
-    assert "4" in node._stored_for
+        assert len(records._stored_for) <= 2  # type: ignore[attr-defined]
+    assert "4" in records._stored_for  # type: ignore[attr-defined]
 
 
 # -- construction -----------------------------------------------------------------------------

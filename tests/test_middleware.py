@@ -243,7 +243,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(middleware_module, "tally_conversation", broken)
+    monkeypatch.setattr(middleware_module, "read_turn", broken)
     monkeypatch.setattr(middleware_module, "keeps_system_messages", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
@@ -385,22 +385,32 @@ def _third_call_pending(name: str) -> tuple[InMemorySaver, Any]:
     return saver, config
 
 
-def test_reminders_stored_before_the_model_was_seen_are_converted_once_and_kept_so() -> None:
+def test_reminders_stored_before_the_model_was_seen_are_sent_and_then_kept_as_user_turns() -> None:
     # A new process resumes a thread: its guard has not seen the model when it stores the
-    # reminder, so it stores the configured SystemMessage; the first model call sends it as
-    # a user turn and keeps that form in state.
+    # reminder, so it stores the configured SystemMessage; every model call sends it as a
+    # user turn, and the guard's next count keeps it in that form (a model call writes no
+    # state).
     saver, config = _third_call_pending("restarted")
-    model = scripted([])
+    model = scripted(["done", "done again"])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
     messages = resumed.invoke(None, config)["messages"]
 
     assert_adjacent(messages)
     (reminder,) = [m for m in messages if is_reminder(m)]
-    assert reminder.type == "human" and str(reminder.content).startswith("<system-reminder>")
+    assert reminder.type == "system"
     sent = model.seen[0][-1]
-    assert sent.type == "human" and sent.id == reminder.id
+    assert sent.type == "human" and str(sent.content).startswith("<system-reminder>")
+    assert sent.id == reminder.id
     stored = resumed.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"].get("system") is False
+    assert stored["RepeatToolReminderMiddleware"]["system"] is True
+
+    messages = resumed.invoke(ask("go on"), config)["messages"]
+    assert_adjacent(messages)
+    (reminder,) = [m for m in messages if is_reminder(m)]
+    assert reminder.type == "human" and reminder.id == sent.id
+    assert model.seen[1][-3] == reminder  # the reminder as the model read it, in place
+    stored = resumed.get_state(config).values["repeat_tool_reminder"]
+    assert stored["RepeatToolReminderMiddleware"]["system"] is False
 
 
 def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
@@ -465,38 +475,13 @@ def test_instances_with_the_same_scope_need_names_of_their_own() -> None:
         RepeatToolReminderMiddleware(name="")
 
 
-def test_an_older_single_instance_field_is_taken_over_by_the_instance_that_reads_it() -> None:
-    saver, config = InMemorySaver(), thread("older")
-    model = scripted(repeat("probe", SAME, 2))
-    agent = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
-    agent.invoke(ask(), config, interrupt_before=["tools"])
-    agent.invoke(None, config, interrupt_before=["tools"])  # the second call is pending
-    first = next(m for m in agent.get_state(config).values["messages"] if m.type == "ai")
-    # As 0.1 stored it: one instance's streak as the field itself, two calls so far.
-    older = {"tool": "probe", "digest": _digest(SAME), "count": 2, "turn": first.id}
-    agent.update_state(config, {"repeat_tool_reminder": older})
-    messages = agent.invoke(None, config)["messages"]
-
-    assert reminders(messages) == [("gentle", "probe", 3)]
-    stored = agent.get_state(config).values["repeat_tool_reminder"]
-    assert list(stored) == ["RepeatToolReminderMiddleware"]
-
-
-def _digest(args: Any) -> str:
-    from repeat_reminder_langchain.canonical import canonicalize, digest
-
-    return digest(canonicalize(args))
-
-
 async def test_an_internal_failure_in_async_hooks_is_logged_and_the_agent_completes(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(middleware_module, "tally_conversation", broken)
-    monkeypatch.setattr(middleware_module, "predict_escalation", broken)
-    monkeypatch.setattr(middleware_module, "_answers", broken)
+    monkeypatch.setattr(middleware_module, "read_turn", broken)
     guard = RepeatToolReminderMiddleware(exit_behavior="block", escalate_after=9)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         result = await agent_with(scripted(repeat("probe", SAME, 3)), guard).ainvoke(ask())
@@ -507,29 +492,64 @@ async def test_an_internal_failure_in_async_hooks_is_logged_and_the_agent_comple
     assert "repeat reminder check failed; the call runs" in logged
 
 
-def test_a_structured_answer_after_a_reminder_is_a_recovery() -> None:
-    from langchain.agents.middleware.types import ModelResponse
-
-    response = ModelResponse(
-        result=[AIMessage("", tool_calls=[call("final")])], structured_response={"a": 1}
-    )
-    assert middleware_module._answers(response)
-    assert not middleware_module._answers(ModelResponse(result=[]))
-
-
-def test_a_failure_noting_the_models_answer_is_logged_and_the_answer_kept(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("checkpointed", [False, True], ids=["no checkpointer", "checkpointer"])
+@pytest.mark.parametrize("scoped", [False, True], ids=["named", "include/exclude"])
+async def test_instances_that_remind_on_the_same_turn_write_in_one_step(
+    checkpointed: bool, scoped: bool
 ) -> None:
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("guard bug")
+    # Both instances count the third call and remind on the same turn; the model then
+    # answers. Each writes only its own entry of the field, so the step takes both.
+    if scoped:
+        guards = [
+            RepeatToolReminderMiddleware(include=["probe"]),
+            RepeatToolReminderMiddleware(exclude=["other"]),
+        ]
+    else:
+        guards = [RepeatToolReminderMiddleware(name="a"), RepeatToolReminderMiddleware(name="b")]
+    saver = InMemorySaver() if checkpointed else None
+    config = thread("both") if checkpointed else None
+    for run in ("sync", "async"):
+        agent = agent_with(scripted(repeat("probe", SAME, 3)), *guards, checkpointer=saver)
+        if run == "sync":
+            result = agent.invoke(ask(), config)
+        else:
+            result = await agent.ainvoke(ask(), config)
+        messages = result["messages"]
+        if checkpointed and run == "async":
+            messages = messages[len(messages) // 2 :]  # the second run on the thread
+        assert_adjacent(messages)
+        assert reminders(messages) == [("gentle", "probe", 3), ("gentle", "probe", 3)]
+        assert messages[-1].content == "done"
+    if checkpointed:
+        field = agent.get_state(config).values["repeat_tool_reminder"]
+        assert sorted(field) == sorted(guard.name for guard in guards)
+        assert {record["count"] for record in field.values()} == {3}
 
-    monkeypatch.setattr(middleware_module, "_answers", broken)
+
+async def test_a_state_with_nothing_new_since_the_last_count_is_left_alone() -> None:
     guard = RepeatToolReminderMiddleware()
-    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
-        messages = agent_with(scripted(repeat("probe", SAME, 3)), guard).invoke(ask())["messages"]
-
-    assert messages[-1].content == "done"
-    assert reminders(messages) == [("gentle", "probe", 3)]
-    assert "repeat reminder bookkeeping failed; the run goes on" in {
-        r.getMessage() for r in caplog.records
+    made = turn(call("probe", SAME, "a"))
+    state: dict[str, Any] = {
+        "messages": [ask()["messages"][0], made, ToolMessage("r", tool_call_id="a")]
     }
+    update = guard.before_model(state, None)  # type: ignore[arg-type]
+    assert update is not None
+    state.update(update)
+    assert guard.before_model(state, None) is None  # type: ignore[arg-type]
+    assert await guard.abefore_model(state, None) is None  # type: ignore[arg-type]
+    assert guard.stats.snapshot()["calls"] == 1
+
+
+def test_a_call_that_is_not_the_latest_turns_is_never_blocked() -> None:
+    from langchain.agents.middleware.types import ToolCallRequest
+
+    guard = RepeatToolReminderMiddleware(thresholds=[2], escalate_after=3, exit_behavior="block")
+    state = {"messages": [turn(call("probe", SAME, "a"))]}
+    request = ToolCallRequest(
+        tool_call=call("probe", SAME, "elsewhere"),
+        tool=probe,
+        state=state,
+        runtime=None,  # type: ignore[arg-type]
+    )
+    result = guard.wrap_tool_call(request, lambda _: ToolMessage("ran", tool_call_id="elsewhere"))
+    assert result.content == "ran"  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from .conftest import Guarded
-from .helpers import ask, kept_streaks, reminders, repeat, scripted
+from .helpers import ask, kept_record, reminders, repeat, scripted
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
@@ -35,9 +35,9 @@ def test_observe_mode_keeps_its_counts_like_remind_mode(guarded: Make, thread: s
     )
 
     assert reminders(agent.invoke(ask(), thread)) == []
-    streaks = kept_streaks(agent, thread)
-    assert (streaks.tool, streaks.count) == ("probe", 3)
-    assert streaks.reminded is False  # nothing reached the model, so nothing is followed up
+    record = kept_record(agent, thread)
+    assert (record["tool"], record["count"]) == ("probe", 3)
+    assert record["reminded"] is False  # nothing reached the model, so nothing is followed up
     assert agent.stats.snapshot()["undelivered"] == {"probe": {"gentle": 1}}
 
 

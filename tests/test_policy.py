@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel, ValidationError, field_validator
 
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._counter import Counter
 from repeat_reminder_langchain.policy import (
     Rules,
     ToolPolicies,
@@ -212,16 +213,19 @@ def test_learnt_policies_stay_bounded() -> None:
     assert policies.get("tool4") is not None and policies.get("nope") is None
 
 
-def test_resolved_rules_are_cached_and_the_cache_stays_bounded() -> None:
-    config = ReminderConfig()
-    first = config.rules("grep")
-    assert config.rules("grep") is first
+def test_a_counter_resolves_a_tools_rules_once_per_policy_and_stays_bounded() -> None:
+    counter = Counter(ReminderConfig())
+    first = counter.rules("grep")
+    assert counter.rules("grep") is first
+    own = ToolPolicy(thresholds=(4,))
+    assert counter.rules("grep", own) == Rules((4,))  # another policy: resolved again
+    assert counter.rules("grep", own) is counter.rules("grep", own)
     sizes = set()
     for n in range(1100):
-        config.rules(f"tool{n}")
-        sizes.add(len(config.rules_cache))
+        counter.rules(f"tool{n}")
+        sizes.add(len(counter._rules))
     assert max(sizes) == 1024
-    assert config.rules("grep") == first
+    assert counter.rules("grep") == first
 
 
 def test_metadata_corrected_from_a_float_to_an_integer_is_read_again() -> None:

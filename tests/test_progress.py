@@ -10,10 +10,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from repeat_reminder_langchain._streaks import Streaks
-
 from .conftest import Guarded
-from .helpers import ask, kept_streaks, reminders, repeat, scripted
+from .helpers import ask, kept_record, reminders, repeat, scripted
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
@@ -75,7 +73,6 @@ def test_results_are_only_fingerprinted_when_they_count(
     )
     agent.invoke(ask(), thread)
 
-    streaks = kept_streaks(agent, thread)
-    assert streaks.count == 2
-    assert len(streaks.result) == (32 if progress == "result" else 0)
-    assert Streaks.from_dict(streaks.to_dict()) == streaks
+    record = kept_record(agent, thread)
+    assert record["count"] == 2
+    assert len(record["result"]) == (32 if progress == "result" else 0)

@@ -15,8 +15,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
-from repeat_reminder_langchain._conversation import tally_conversation
-from repeat_reminder_langchain._streaks import Call, Streaks, count_turn
+from repeat_reminder_langchain._conversation import read_turn
+from repeat_reminder_langchain._counter import Counter, Record
 from repeat_reminder_langchain.canonical import _ORJSON_OPTIONS, _pure_text, _refuse, _with_floats
 from repeat_reminder_langchain.messages import reminder_message
 
@@ -180,15 +180,18 @@ class StreaksMachine(RuleBasedStateMachine):
     @initialize()
     def start(self) -> None:
         self.messages: list[BaseMessage] = [HumanMessage("go")]
-        self.streaks = Streaks()
+        self.counter = Counter(CONFIG)
+        self.record: Record = {}
         self.reference = Reference()
         self.ids = itertools.count()
         self.got: list[tuple[str, str, int]] = []
         self.expected: list[tuple[str, str, int]] = []
 
     def look(self) -> None:
-        tally = tally_conversation(self.streaks, self.messages, CONFIG)
-        self.streaks = tally.streaks
+        turn = read_turn(self.messages, self.record.get("turn", ""))
+        tally = self.counter.count(self.record, turn)
+        if tally.record is not None:
+            self.record = tally.record
         self.got += [(r.level, r.tool, r.count) for r in tally.reminders]
         self.messages += [reminder_message(r) for r in tally.reminders]
 
@@ -237,35 +240,8 @@ class StreaksMachine(RuleBasedStateMachine):
     def reminders_match_the_reference(self) -> None:
         assert self.got == self.expected
         if self.reference.count:
-            assert self.streaks.count == self.reference.count
+            assert self.record["count"] == self.reference.count
 
 
 TestStreaksMachine = StreaksMachine.TestCase
 TestStreaksMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
-
-
-# -- the default rule's own loop against the loop of every detector ---------------------------
-
-ARGS = st.sampled_from([{"q": 1}, {"q": 1.0}, {"q": 2}, {"q": [1, {"b": 2, "a": 1}]}])
-OUTCOMES = st.sampled_from([None, "same", "other", ("boom", True)])
-TOOLS = st.sampled_from(["probe", "other", "todo_write"])
-TURN = st.lists(st.tuples(TOOLS, ARGS, OUTCOMES), max_size=4)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(TURN, max_size=8), st.sampled_from(["none", "result"]))
-def test_the_default_rules_fast_loop_counts_as_the_general_one(
-    turns: list[list[tuple[str, Any, Any]]], progress: str
-) -> None:
-    config = ReminderConfig(thresholds=[2, 3], exclude=["todo_write"], progress=progress)  # type: ignore[arg-type]
-    fast = general = Streaks()
-    for number, specs in enumerate(turns):
-        calls = [
-            Call(f"c{i}", tool, args, *(outcome if isinstance(outcome, tuple) else (outcome,)))
-            for i, (tool, args, outcome) in enumerate(specs)
-        ]
-        quick = count_turn(fast, f"t{number}", calls, config)
-        # Asking for a trace takes the general loop.
-        slow = count_turn(general, f"t{number}", calls, config, trace=[])
-        assert quick == slow
-        fast, general = quick.streaks, slow.streaks

@@ -9,13 +9,13 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain._streaks import Call, Streaks, Tally, count_turn
+from repeat_reminder_langchain._counter import Call, Count, Counter, Turn
 from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 from .conftest import Guarded
-from .helpers import ask, assert_adjacent, call, kept_streaks, repeat, scripted, turn
+from .helpers import ask, assert_adjacent, call, kept_record, repeat, scripted, turn
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
@@ -47,9 +47,9 @@ def test_a_pending_reminder_is_remembered_across_a_checkpoint(guarded: Make, thr
     agent.invoke(ask(), thread)
 
     assert agent.stats.snapshot()["recovery_rate"] == 1.0  # the third call changed course
-    streaks = kept_streaks(agent, thread)
-    assert streaks.reminded is False
-    assert streaks.result == ""
+    record = kept_record(agent, thread)
+    assert record["reminded"] is False
+    assert record["result"] == ""
 
 
 def reminder(level: str = "gentle", detector: str = "repeat") -> Reminder:
@@ -58,8 +58,8 @@ def reminder(level: str = "gentle", detector: str = "repeat") -> Reminder:
 
 def test_only_reminders_the_model_saw_count_as_reminders() -> None:
     stats = Stats()
-    stats.add(Tally(Streaks(), [reminder()], calls=3, longest=("grep", 3)), delivered=True)
-    stats.add(Tally(Streaks(), [reminder("detailed", "stale")], calls=1), delivered=False)
+    stats.add(Count({}, [reminder()], calls=3, longest=("grep", 3)), delivered=True)
+    stats.add(Count({}, [reminder("detailed", "stale")], calls=1), delivered=False)
 
     snapshot = stats.snapshot()
     assert snapshot["calls"] == 4
@@ -74,9 +74,9 @@ def test_only_reminders_the_model_saw_count_as_reminders() -> None:
 
 def test_reminders_of_every_detector_add_up_by_tool_and_level() -> None:
     stats = Stats()
-    stats.add(Tally(Streaks(), [reminder(), reminder(detector="stale")]), delivered=True)
+    stats.add(Count({}, [reminder(), reminder(detector="stale")]), delivered=True)
     undelivered = [reminder(detector="same_error"), reminder("detailed", "stale"), reminder()]
-    stats.add(Tally(Streaks(), undelivered), delivered=False)
+    stats.add(Count({}, undelivered), delivered=False)
 
     snapshot = stats.snapshot()
     assert snapshot["reminders"] == {"grep": {"gentle": 2}}
@@ -86,9 +86,9 @@ def test_reminders_of_every_detector_add_up_by_tool_and_level() -> None:
 def test_followups_give_the_recovery_rate_and_none_before_any() -> None:
     stats = Stats()
     assert stats.snapshot()["recovery_rate"] is None
-    stats.add(Tally(Streaks(), followups=[False, True]), delivered=True)
-    stats.add_followup(recovered=True)
-    stats.add_followup(recovered=False)
+    stats.add(Count({}, followups=[False, True]), delivered=True)
+    stats.add(Count({}, followups=[True]))
+    stats.add(Count({}, followups=[False]))
 
     snapshot = stats.snapshot()
     assert (snapshot["followed"], snapshot["recovered"], snapshot["recovery_rate"]) == (4, 2, 0.5)
@@ -97,8 +97,8 @@ def test_followups_give_the_recovery_rate_and_none_before_any() -> None:
 def test_escalations_are_counted_by_tool_and_detector_and_the_longest_streak_kept() -> None:
     stats = Stats()
     stopped = Escalation("grep", 9, "repeat", "{}", "end")
-    stats.add(Tally(Streaks(), escalation=stopped, calls=1, longest=("grep", 9)), delivered=True)
-    stats.add(Tally(Streaks(), calls=1, longest=("ls", 2)), delivered=True)
+    stats.add(Count({}, escalation=stopped, calls=1, longest=("grep", 9)), delivered=True)
+    stats.add(Count({}, calls=1, longest=("ls", 2)), delivered=True)
 
     snapshot = stats.snapshot()
     assert snapshot["escalations"] == {"grep": {"repeat": 1}}
@@ -109,7 +109,7 @@ def test_totals_add_up_over_turns() -> None:
     stats = Stats()
     stopped = Escalation("grep", 9, "repeat", "{}", "end")
     for _ in range(2):
-        tally = Tally(Streaks(), [reminder()], escalation=stopped, calls=2, followups=[True])
+        tally = Count({}, [reminder()], escalation=stopped, calls=2, followups=[True])
         stats.add(tally, delivered=True)
 
     snapshot = stats.snapshot()
@@ -133,13 +133,12 @@ def test_the_longest_streak_is_the_first_to_reach_the_greatest_length(
 ) -> None:
     stats = Stats()
     for streak in streaks:
-        stats.add(Tally(Streaks(), calls=1, longest=streak), delivered=True)
+        stats.add(Count({}, calls=1, longest=streak), delivered=True)
     assert stats.snapshot()["longest_streak"] == longest
 
 
 def test_no_longest_streak_before_a_call_is_repeated() -> None:
     stats = Stats()
-    stats.add(
-        count_turn(Streaks(), "t", [Call("a", "grep", {"q": 1})], ReminderConfig()), delivered=True
-    )
+    once = Turn("t", (Call("a", "grep", {"q": 1}),))
+    stats.add(Counter(ReminderConfig()).count({}, once), delivered=True)
     assert stats.snapshot()["longest_streak"] is None

@@ -17,7 +17,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
-from repeat_reminder_langchain.policy import Rules, ToolPolicies, parse_tool_policy
+from repeat_reminder_langchain.policy import ToolPolicies, parse_tool_policy
 
 from .conftest import Guarded
 from .helpers import ask, assert_adjacent, call, probe, reminders, repeat, scripted, turn
@@ -207,12 +207,3 @@ def test_learnt_policies_follow_changes_and_stay_bounded() -> None:
     for name in "abc":
         policies.learn(name, {"repeat_reminder": own})
     assert list(policies) == ["c"]  # a and b filled it: at the cap, what was learnt is cleared
-
-
-def test_resolved_rules_are_cached_but_bounded() -> None:
-    config = ReminderConfig()
-    for number in range(1100):
-        config.rules(f"tool_{number}")
-
-    assert config.rules("tool_0") == Rules((3, 5, 8))
-    assert len(config._rules) <= 1024

@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._streaks import result_text
+from .._counter import result_text
 from ..config import BOOKKEEPING_TOOLS, ReminderConfig
 from ..policy import ToolPolicy
 from ..reminder import preview

@@ -8,8 +8,8 @@ from typing import Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from .._conversation import latest_turn, tally_conversation
-from .._streaks import Call, CallTrace, Streaks
+from .._conversation import read_turn
+from .._counter import Call, CallTrace, Counter, Record
 from ..canonical import canonicalize
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
@@ -72,22 +72,24 @@ def replay(
     """Count a conversation as the guard does, and yield each call with what it reached.
 
     A turn is counted where the guard would count it — before the model's next turn, or at
-    the end — once all its results are in; a user message resets the streaks, exactly as at
+    the end — once all its results are in; a user message resets the record, exactly as at
     run time. The reminders are the ones the guard would send under `config`, whatever the
     conversation holds.
     """
-    streaks = Streaks()
-    looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)][1:]
-    for end in (*looks, len(messages)):
+    counter = Counter(config)
+    record: Record = {}
+    looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
+    for number, end in enumerate((*looks[1:], len(messages))):
+        turn = read_turn(messages, record.get("turn", ""), end)
         trace: list[CallTrace] = []
-        tally = tally_conversation(streaks, messages, config, policies, end=end, trace=trace)
-        # A new turn counted is the latest turn before `end`; none counted, nothing to yield.
-        turn = latest_turn(messages, end) if tally.streaks.turn != streaks.turn else None
-        if turn is not None:
+        counted = counter.count(record, turn, policies, observe=trace.append)
+        if turn.id and not turn.waiting:
+            # The turn counted is the latest model turn before `end`: the one at looks[number].
             found = {entry.position: entry for entry in trace}
             for index, call in enumerate(turn.calls):
-                yield Replayed(call, turn.position, found.get(index))
-        streaks = tally.streaks
+                yield Replayed(call, looks[number], found.get(index))
+        if counted.record is not None:
+            record = counted.record
 
 
 @dataclass(frozen=True, slots=True)

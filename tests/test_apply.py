@@ -1,0 +1,114 @@
+"""What the faces share: acting on a count, asking a human once, and records kept in state."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from types import MappingProxyType, SimpleNamespace
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from repeat_reminder_langchain._apply import StateStore
+from repeat_reminder_langchain._counter import Record
+from repeat_reminder_langchain.escalation import interrupt_request, read_answer
+from repeat_reminder_langchain.reminder import Escalation
+
+from .conftest import Guarded, build
+from .helpers import LoopModel, ask, assert_adjacent
+
+ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
+
+
+def test_the_answers_a_human_can_give() -> None:
+    assert read_answer("continue") == ("continue", "")
+    assert read_answer("  END ") == ("end", "")
+    assert read_answer("read the log instead") == ("message", "read the log instead")
+    for unclear in (None, "", "   ", 3, {"choice": "end"}):
+        assert read_answer(unclear) == ("continue", "")  # a resume never fails the run
+    assert interrupt_request(ESCALATION)["choices"][:2] == ["continue", "end"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "choice"), [("continue", "continue"), (" End", "end"), ("read the log", "message")]
+)
+def test_the_humans_answer_to_an_escalation_is_logged(
+    guarded: Callable[..., Guarded],
+    thread: str,
+    caplog: pytest.LogCaptureFixture,
+    answer: str,
+    choice: str,
+) -> None:
+    agent = guarded(
+        LoopModel(),
+        checkpointer=InMemorySaver(),
+        thresholds=[3, 5],
+        escalate_after=6,
+        exit_behavior="interrupt",
+    )
+    agent.graph.invoke(ask("loop 9"), agent.run_config(thread))
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        agent.graph.invoke(Command(resume=answer), agent.run_config(thread))
+    resumed = [r for r in caplog.records if "resumed" in r.getMessage().lower()]
+    assert [(r.levelno, r.getMessage()) for r in resumed] == [
+        (logging.INFO, f"repeat tool loop on probe \u00d7 6: resumed with {choice!r}")
+    ]
+    assert_adjacent(agent.state(thread)["messages"])
+
+
+@pytest.mark.parametrize("face", ["state", "middleware"])
+def test_an_escalation_put_to_a_human_is_reported_once_whichever_process_resumes_it(
+    face: str, thread: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two graphs built from the same code share one checkpointer, as two workers of a server
+    # do: the one that asks is not the one that resumes. The question is reported once.
+    saver = InMemorySaver()
+    fields: dict[str, Any] = {"thresholds": [3, 5], "escalate_after": 6}
+    asking = build(face, LoopModel(), checkpointer=saver, exit_behavior="interrupt", **fields)
+    resuming = build(face, LoopModel(), checkpointer=saver, exit_behavior="interrupt", **fields)
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        asking.graph.invoke(ask("loop 9"), asking.run_config(thread))
+        resuming.graph.invoke(Command(resume="end"), resuming.run_config(thread))
+
+    stopped = [r for r in caplog.records if r.getMessage().startswith("repeat tool loop ")]
+    assert [r.levelno for r in stopped] == [logging.WARNING, logging.INFO]  # asked, resumed
+    assert asking.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
+    assert resuming.stats.snapshot()["escalations"] == {}
+    assert resuming.stats.snapshot()["calls"] == 0  # the turn was counted where it was asked
+    assert_adjacent(resuming.state(thread)["messages"])
+
+
+@pytest.mark.parametrize(
+    "state",
+    [dict, lambda **fields: MappingProxyType(fields), SimpleNamespace],
+    ids=["dict", "other mapping", "object"],
+)
+def test_stored_records_are_read_from_dicts_objects_and_other_mappings(
+    state: Callable[..., Any],
+) -> None:
+    store = StateStore("field", "mine")
+    record: Record = {"turn": "t", "tool": "probe", "key": "d", "count": 2}
+
+    assert store.read(state(field={"mine": record})) == record
+    assert store.read(state(field=MappingProxyType({"mine": MappingProxyType(record)}))) == record
+    assert store.read(state()) == {}  # nothing stored yet
+    assert store.read(state(field="garbage")) == {}
+    assert store.read(state(field={"mine": "garbage"})) == {}
+    assert store.write(record) == {"field": {"mine": record}}
+    assert StateStore("field").write(record) == {"field": record}
+    assert StateStore("field").read(state(field=record)) == record
+
+
+def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = StateStore("field")
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        for bad in ({"count": "many"}, {"count": -1}):
+            assert store.read({"field": bad}) == {}
+    assert [r.getMessage() for r in caplog.records] == [
+        "stored repeat reminder state is not valid (stored count must be a int, got "
+        "'many'); starting over"
+    ]

@@ -1,0 +1,377 @@
+"""Counting one agent's turns: runs, thresholds, transparency, detectors, the stored record."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._counter import (
+    STALE_MEMORY,
+    Call,
+    CallTrace,
+    Count,
+    Counter,
+    Record,
+    RecordError,
+    Turn,
+    read_record,
+    result_text,
+)
+from repeat_reminder_langchain.stats import Stats
+
+CONFIG = ReminderConfig(thresholds=[2, 4])
+
+
+def count(
+    record: Record,
+    turn: str,
+    calls: list[Call],
+    config: ReminderConfig = CONFIG,
+    *,
+    sees: bool = True,
+    trace: list[CallTrace] | None = None,
+) -> Count:
+    observe = None if trace is None else trace.append
+    return Counter(config).count(record, Turn(turn, tuple(calls)), sees=sees, observe=observe)
+
+
+def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Record, list[Any]]:
+    record: Record = {}
+    found: list[Any] = []
+    counter = Counter(config)
+    for number, calls in enumerate(turns):
+        counted = counter.count(record, Turn(f"turn-{number}", tuple(calls)))
+        assert counted.record is not None
+        record = counted.record
+        found += [(r.detector, r.level, r.tool, r.count) for r in counted.reminders]
+    return record, found
+
+
+def c(call_id: str = "", tool: str = "probe", args: Any = None, **outcome: Any) -> Call:
+    return Call(call_id, tool, {"q": 1} if args is None else args, **outcome)
+
+
+# -- repeat -----------------------------------------------------------------------------------
+
+
+def test_identical_calls_build_a_streak_and_draw_reminders_at_thresholds() -> None:
+    record, found = play([[c(f"{i}")] for i in range(5)])
+    assert found == [("repeat", "gentle", "probe", 2), ("repeat", "detailed", "probe", 4)]
+    assert (record["tool"], record["count"]) == ("probe", 5)
+
+
+def test_a_different_tool_or_different_arguments_start_a_new_streak() -> None:
+    _, found = play([[c()], [c(tool="other")], [c()], [c(args={"q": 2})], [c()]])
+    assert found == []
+
+
+def test_untracked_calls_neither_count_nor_reset() -> None:
+    config = ReminderConfig(thresholds=[3], exclude=["todo"])
+    record, found = play([[c(), c(tool="todo"), c(), c(tool="todo"), c()]], config)
+    assert found == [("repeat", "gentle", "probe", 3)]
+    assert record["count"] == 3
+
+
+def test_no_turn_to_count_leaves_the_record_as_it_is() -> None:
+    first = count({}, "t", [c("a")])
+    assert first.record is not None
+    for waiting in (False, True):
+        again = Counter(CONFIG).count(first.record, Turn("", (c("b"),), waiting=waiting))
+        assert (again.record, list(again.followups)) == (None, [])
+        pending = Counter(CONFIG).count(first.record, Turn("u", (c("b"),), waiting=True))
+        assert pending.record is None  # counted once every result is in
+
+
+def test_every_call_of_a_turn_counts_whatever_its_id() -> None:
+    counted = count({}, "t", [c("same"), c("same"), c("")])
+    assert counted.calls == 3
+    assert counted.record is not None and counted.record["count"] == 3
+    assert [r.count for r in counted.reminders] == [2]
+
+
+def test_tally_counts_the_tracked_calls_and_the_longest_run() -> None:
+    config = ReminderConfig(exclude=["todo"])
+    counted = count({}, "t", [c(), c(tool="todo"), c(tool="grep")], config)
+    assert counted.calls == 2
+    assert counted.longest == ("probe", 1)  # on a tie, the run reached first
+
+
+def test_the_longest_run_on_a_tie_is_the_same_tool_in_tally_and_stats() -> None:
+    counted = count({}, "t", [c(), c(), c(tool="grep"), c(tool="grep")])
+    stats = Stats()
+    stats.add(counted, delivered=True)
+    stats.add(count({}, "u", [c(tool="ls"), c(tool="ls")]), delivered=True)
+    assert counted.longest == ("probe", 2)
+    assert stats.snapshot()["longest_streak"] == ["probe", 2]
+
+
+def test_reset_clears_the_record_but_keeps_the_turn_and_what_is_stored() -> None:
+    config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
+    counted = count({"system": True}, "t", [c(result="x", error=True)] * 2, config)
+    assert counted.record is not None
+    assert counted.record["reminded"] and counted.record["seen"] and counted.record["failing"]
+    assert Counter(config).reset(counted.record) == {"turn": "t", "system": True}
+    assert Counter(config).reset({"turn": "t", "count": 3}) == {"turn": "t"}
+
+
+def test_the_reminder_quotes_the_capped_canonical_arguments() -> None:
+    config = ReminderConfig(thresholds=[2], arguments_preview_chars=5)
+    counted = count({}, "t", [c(args={"b": 1, "a": 2}), c(args={"a": 2, "b": 1})], config)
+    assert counted.reminders[0].arguments == '{"a":… (+8 more chars)'
+    assert counted.reminders[0].position == 1
+
+
+def test_followups_say_whether_the_model_changed_course_after_a_reminder_it_saw() -> None:
+    config = ReminderConfig(thresholds=[2])
+    seen = count({}, "t", [c(), c()], config).record
+    assert seen is not None and seen["reminded"]
+    assert count(seen, "u", [c(tool="other")], config).followups == [True]
+    assert count(seen, "u", [c()], config).followups == [False]
+    unseen = count({}, "t", [c(), c()], config, sees=False).record
+    assert unseen is not None and not unseen["reminded"]
+    assert count(unseen, "u", [c()], config).followups == []
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+def test_a_new_result_is_progress_only_when_results_count() -> None:
+    calls = [[c(result=str(n))] for n in range(4)]
+    assert play(calls, ReminderConfig(thresholds=[2], progress="result"))[1] == []
+    assert len(play(calls, ReminderConfig(thresholds=[2]))[1]) == 1
+
+
+def test_results_are_fingerprinted_only_when_something_reads_them() -> None:
+    calls = [c(result="x")]
+    for detect in (["repeat"], ["repeat", "stale"]):
+        plain = count({}, "t", calls, ReminderConfig(detect=detect)).record  # type: ignore[arg-type]
+        assert plain is not None and plain["result"] == ""
+    aware = count({}, "t", calls, ReminderConfig(progress="result")).record
+    assert aware is not None and len(aware["result"]) == 32
+
+
+# -- stale ------------------------------------------------------------------------------------
+
+STALE = ReminderConfig(detect=["stale"], stale_thresholds=[2])
+
+
+def test_stale_counts_the_same_result_of_the_same_call_whatever_comes_between() -> None:
+    turns = [[c(result="r")], [c(tool="other", result="o")], [c(result="r")]]
+    assert play(turns, STALE)[1] == [("stale", "gentle", "probe", 2)]
+
+
+def test_stale_needs_a_result_and_forgets_the_least_recent_call_first() -> None:
+    assert play([[c()], [c()]], STALE)[1] == []  # no result known: nothing to compare
+    calls = [[c(args={"n": n}, result="r")] for n in range(STALE_MEMORY + 1)]
+    record, _ = play(calls, STALE)
+    assert len(record["seen"]) == STALE_MEMORY
+    _, forgotten = play([*calls, [c(args={"n": 0}, result="r")]], STALE)
+    _, remembered = play([*calls, [c(args={"n": 1}, result="r")]], STALE)
+    assert forgotten == [] and remembered == [("stale", "gentle", "probe", 2)]
+
+
+# -- same_error -------------------------------------------------------------------------------
+
+ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_pattern="^Error")
+
+
+def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets() -> None:
+    turns = [[c(args={"n": n % 2}, result="boom", error=True)] for n in range(3)]
+    trace: list[CallTrace] = []
+    record: Record = {}
+    for number, calls in enumerate(turns):
+        counted = count(record, f"t{number}", calls, ERRORS, trace=trace)
+        assert counted.record is not None
+        record = counted.record
+    (reminder,) = counted.reminders
+    assert (reminder.detector, reminder.count, reminder.variants, reminder.error) == (
+        "same_error",
+        3,
+        2,
+        "boom",
+    )
+    assert [entry.counts for entry in trace] == [{"same_error": n} for n in (1, 2, 3)]
+
+
+def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
+    turns = [[c(args={"n": n}, result=[{"type": "text", "text": "Error: no"}])] for n in range(3)]
+    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
+    assert result_text([{"type": "text", "text": "a"}, "b", 7]) == "a\nb"
+    assert result_text([{"type": "image", "url": "u"}, "b"]) == "b"  # a block without text
+    assert result_text({"k": 1}) == '{"k":1}'
+
+
+def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> None:
+    failing = c(args={"n": 1}, result="Error: no")
+    unanswered = c(args={"n": 2})  # e.g. an invalid call, never answered in state
+    turns = [[failing], [unanswered], [failing], [failing]]
+    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
+
+
+def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
+    turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
+    record = play(turns, ERRORS)[0]
+    assert not {"failing", "error", "failures", "variants"} & set(record)
+
+
+def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
+    turns = [[c(args={"n": n}, result="Error: no")] for n in range(20)]
+    record, _ = play(turns, ERRORS)
+    assert (record["failures"], len(record["variants"])) == (20, 16)
+
+
+def test_ignored_arguments_are_left_out_with_every_detector_on() -> None:
+    config = ReminderConfig(
+        thresholds=[3], detect=["repeat", "stale"], ignore_arguments={"probe": ["nonce"]}
+    )
+    same = [[c(args={"q": 1, "nonce": n})] for n in range(3)]
+    assert play(same, config)[1] == [("repeat", "gentle", "probe", 3)]
+    other = [[c(args={"q": n, "nonce": n})] for n in range(3)]
+    assert play(other, config)[1] == []
+
+
+# -- one reminder per call, and escalation ----------------------------------------------------
+
+
+def test_one_reminder_per_call_repeat_first_then_same_error_then_stale() -> None:
+    everything = ReminderConfig(
+        thresholds=[2],
+        detect=["stale", "same_error", "repeat"],
+        stale_thresholds=[2],
+        same_error_thresholds=[2],
+    )
+    both = [[c(result="e", error=True)], [c(result="e", error=True)]]
+    assert play(both, everything)[1] == [("repeat", "gentle", "probe", 2)]
+    apart = [[c(args={"n": 1}, result="e", error=True)], [c(args={"n": 2}, result="e", error=True)]]
+    assert play(apart, everything)[1] == [("same_error", "gentle", "probe", 2)]
+
+
+def test_a_count_at_the_limit_escalates_instead_of_reminding() -> None:
+    config = ReminderConfig(thresholds=[2], escalate_after=3)
+    counted = count({}, "t", [c("a"), c("b"), c("c"), c("d")], config)
+    assert counted.reminders == ()  # the escalation replaces the turn's reminders
+    assert counted.escalation is not None
+    assert (counted.escalation.count, counted.escalation.position) == (3, 2)
+    reminded = count({}, "t", [c("a"), c("b")], config).reminders[0]
+    assert counted.escalation.digest == reminded.digest  # the event's arguments_digest
+
+
+def test_an_escalation_still_reports_the_streak_the_followups_and_every_call() -> None:
+    config = ReminderConfig(thresholds=[2], escalate_after=3)
+    reminded = count({}, "t1", [c("a"), c("b")], config).record
+    assert reminded is not None and reminded["reminded"]
+    trace: list[CallTrace] = []
+    counted = count(reminded, "t2", [c("c")], config, trace=trace)
+    assert counted.escalation is not None and counted.record is not None
+    assert (counted.longest, list(counted.followups)) == (("probe", 3), [False])
+    assert not counted.record["reminded"]  # an escalation is no reminder to follow
+    assert [(entry.call, entry.reminder) for entry in trace] == [(c("c"), None)]
+
+
+def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else() -> None:
+    def escalated(behavior: str, calls: list[Call]) -> list[bool]:
+        config = ReminderConfig(
+            thresholds=[2],
+            detect=["repeat", "same_error"],
+            same_error_thresholds=[2],
+            escalate_after=3,
+            exit_behavior=behavior,  # type: ignore[arg-type]
+        )
+        trace: list[CallTrace] = []
+        count({}, "t", calls, config, trace=trace)
+        return [entry.escalation is not None for entry in trace]
+
+    identical = [c(str(n), result="e", error=True) for n in range(5)]
+    varied = [c(str(n), args={"n": n}, result="e", error=True) for n in range(5)]
+    assert escalated("block", identical) == [False, False, True, True, True]
+    # A failure count depends on results, unknown before a call runs: it is never blocked.
+    assert escalated("block", varied) == [False] * 5
+    assert escalated("end", varied) == [False, False, True, False, False]
+
+
+# -- the stored record ------------------------------------------------------------------------
+
+
+def test_a_record_survives_its_stored_form() -> None:
+    config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
+    record = play([[c(result="e", error=True)]] * 2, config)[0]
+    assert record["seen"] and record["failing"] and record["reminded"]
+    assert read_record(record) == record
+    assert read_record({}) == {}
+    assert read_record({"unknown": 1, "count": 2}) == {"unknown": 1, "count": 2}  # not read
+
+
+BAD_FIELDS: dict[str, Any] = {
+    "turn": 1,
+    "tool": 5,
+    "key": None,
+    "count": "many",
+    "result": 2,
+    "reminded": "yes",
+    "failing": 3,
+    "error": [],
+    "failures": 1.5,
+    "variants": "abc",
+    "seen": ["abc"],
+    "system": 1,
+}
+
+
+@pytest.mark.parametrize("name", BAD_FIELDS)
+def test_a_stored_record_with_one_bad_field_is_rejected_naming_it(name: str) -> None:
+    value = BAD_FIELDS[name]
+    good: Record = {"turn": "t", "tool": "probe", "key": "d", "count": 2}
+    kind = type(read_record({**good, name: _GOOD[name]})[name]).__name__  # type: ignore[literal-required]
+    expected = f"stored {name} must be a {kind}, got {value!r}"
+    with pytest.raises(RecordError, match=f"^{re.escape(expected)}$"):
+        read_record({**good, name: value})
+
+
+_GOOD: dict[str, Any] = {
+    "turn": "t",
+    "tool": "probe",
+    "key": "k",
+    "count": 1,
+    "result": "r",
+    "reminded": True,
+    "failing": "probe",
+    "error": "e",
+    "failures": 2,
+    "variants": ["v"],
+    "seen": {"c": "r:1"},
+    "system": False,
+}
+
+
+@pytest.mark.parametrize("data", [{"count": -1}, {"failures": -2}, {"count": True}])
+def test_a_stored_count_is_a_whole_number_from_zero(data: Any) -> None:
+    with pytest.raises(RecordError, match="stored"):
+        read_record(data)
+    assert read_record({"count": 0}) == {"count": 0}
+
+
+def test_stored_variants_are_strings() -> None:
+    with pytest.raises(RecordError, match=r"^stored variants must be a list of strings"):
+        read_record({"variants": ["a", 1]})
+
+
+@pytest.mark.parametrize("entry", [7, "nonsense", "r:", "r:x", "other:2"])
+def test_a_stale_entry_that_does_not_read_result_times_is_a_call_not_seen(entry: Any) -> None:
+    record = play([[c(result="r")]], STALE)[0]
+    (call,) = record["seen"]
+    kept = count({**record, "seen": {call: entry}}, "t2", [c(result="r")], STALE)
+    assert kept.reminders == []  # one time, not two
+    assert kept.record is not None and kept.record["seen"][call].endswith(":1")
+    again = count(record, "t2", [c(result="r")], STALE)
+    assert [r.count for r in again.reminders] == [2]
+
+
+def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -> None:
+    from types import MappingProxyType
+
+    assert read_record(MappingProxyType({"count": 2})) == {"count": 2}
+    with pytest.raises(RecordError, match=r"^a stored record must be a mapping, got list$"):
+        read_record(["tool", "probe"])
