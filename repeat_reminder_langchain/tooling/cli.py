@@ -361,6 +361,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
 
         with html:
             html.write(report_html(result))
+        print(f"HTML report: {os.path.abspath(args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))
     else:
