@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-# The timeline is drawn with an optional peer (the notebooks extra): `make test-lowest` runs
+# The timeline is drawn with an optional peer (the plot extra): `make test-lowest` runs
 # without it and skips this module.
 pytest.importorskip("matplotlib")
 
@@ -112,5 +112,5 @@ def test_plotting_without_matplotlib_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r'pip install "repeat-reminder-langchain\[notebooks\]"'):
+    with pytest.raises(ImportError, match=r'pip install "repeat-reminder-langchain\[plot\]"'):
         plot_timeline({"run": []})

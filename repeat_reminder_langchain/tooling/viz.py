@@ -1,7 +1,8 @@
 """Pictures of a conversation: the transcript as an HTML table, and a timeline of its calls.
 
 `transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib
-(`pip install "repeat-reminder-langchain[notebooks]"`), imported only when called.
+(`pip install "repeat-reminder-langchain[plot]"`), imported only when called. The audit's HTML
+report draws its timelines itself (`report.timeline_svg`).
 """
 
 from __future__ import annotations
@@ -113,8 +114,7 @@ def plot_steps(
         from matplotlib.patches import Patch
     except ImportError:
         raise ImportError(
-            "plotting a timeline needs matplotlib: "
-            'pip install "repeat-reminder-langchain[notebooks]"'
+            'plotting a timeline needs matplotlib: pip install "repeat-reminder-langchain[plot]"'
         ) from None
 
     rows = max((len(found) for found in timelines.values()), default=0)
