@@ -1,7 +1,8 @@
-"""Command line: `python -m repeat_reminder_langchain demo|audit ...` (`--help` for each).
+"""Command line: `repeat-reminder demo|audit ...` (`--help` for each).
 
-Every error is one line on standard error and exit code 2; options go in any order, lists
-are comma-separated (and list options may be repeated).
+Also run as `python -m repeat_reminder_langchain`. Every error is one line on standard error
+and exit code 2; options go in any order, lists are comma-separated (and list options may be
+repeated).
 """
 
 from __future__ import annotations
@@ -212,9 +213,18 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
             help="observe: count and report, add nothing to the conversation")  # fmt: skip
 
 
+def _program() -> str:
+    """The command as it was run, for the usage line: the console script, or `python -m`."""
+    package = __name__.split(".")[0]
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name == f"{package}.__main__":
+        return f"python -m {package}"
+    return "repeat-reminder"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m repeat_reminder_langchain",
+        prog=_program(),
         description="A loop guard for LangChain and LangGraph agents.",
     )
     parser.add_argument(
