@@ -88,6 +88,7 @@ def test_the_timeline_plots_runs_side_by_side(guarded: list[object], tmp_path: P
     markers = [line for line in figure.axes[1].lines if line.get_marker() == "D"]
     assert len(markers) == 2
     assert plot_timeline({"empty": []}).axes[0].get_title() == "empty: 0 calls"
+    assert plot_timeline({"one": guarded[:3]}).axes[0].get_title() == "one: 1 call"  # type: ignore[dict-item]
 
 
 def test_a_timeline_can_show_a_stopped_loop(tmp_path: Path) -> None:

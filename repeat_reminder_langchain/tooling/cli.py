@@ -321,20 +321,19 @@ def _option_problem(line: str) -> str:
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:
     """Why `--fail-on` is met, or None."""
+    from .audit import plural
+
     if fail_on is None:
         return None
     found = result.count()
     if fail_on == "gentle" and found:
-        return f"{found:,} reminders found (--fail-on gentle)"
+        return f"{plural(found, 'reminder')} found (--fail-on gentle)"
     if fail_on == "detailed":
         serious = result.count("detailed") + result.count("escalated")
-        return (
-            f"{serious:,} detailed reminders or stopped loops found (--fail-on detailed)"
-            if serious
-            else None
-        )
+        what = "reminder or stopped loop" if serious == 1 else "reminders or stopped loops"
+        return f"{serious:,} detailed {what} found (--fail-on detailed)" if serious else None
     if isinstance(fail_on, int) and found >= fail_on:
-        return f"{found:,} reminders found (--fail-on {fail_on})"
+        return f"{plural(found, 'reminder')} found (--fail-on {fail_on})"
     return None
 
 

@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
+from .audit import plural
 from .transcript import Step, steps, transcript_rows
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def plot_steps(
                 axis.plot(length, row, marker="D", color=colour, markersize=8, zorder=3)
         for threshold in thresholds:
             axis.axvline(threshold, color="#999", linestyle=":", linewidth=1)
-        axis.set_title(f"{title}: {len(found)} calls", fontsize=10)
+        axis.set_title(f"{title}: {plural(len(found), 'call')}", fontsize=10)
         axis.set_ylim(max(rows, 1) - 0.5, -0.5)
         axis.set_xlim(0, width)
         axis.set_yticks(range(len(found)), [str(step.number) for step in found], fontsize=7)
