@@ -278,6 +278,17 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
             "{}:1: a record with no list of messages (its fields: 'task', 'reward')",
         ),
         (
+            "empty.jsonl",
+            '{"id": 7, "messages": []}\n',
+            "{}:1: an empty conversation: the record's list 'messages' is empty",
+        ),
+        (
+            "empties.json",
+            '[{"messages": [], "tags": []}]',
+            "{}:1: conversation 0: an empty conversation: the record's lists 'messages', 'tags' "
+            "are empty",
+        ),
+        (
             "unknown.json",
             '[{"role": "alien", "content": ""}]',
             "{}:1: message 0: unknown role 'alien'",
