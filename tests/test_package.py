@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 from importlib.metadata import files, metadata, packages_distributions, requires, version
 from pathlib import Path
@@ -167,3 +168,15 @@ def test_the_notebooks_extra_holds_what_the_notebooks_import() -> None:
         if not any(name.lower() in brought for name in names):
             missing.append(f"{module} ({', '.join(names)})")
     assert missing == []
+
+
+def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="the build backend is in the dev extra")
+    from hatchling.builders.sdist import SdistBuilder
+
+    built = next(SdistBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"]))
+    with tarfile.open(built) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    # What the package tests read beside the code (the README, the Makefile, the CI script).
+    assert {".ci/run", "README.md", "Makefile", "pyproject.toml"} <= names
+    assert "tests/test_package.py" in names
