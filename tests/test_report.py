@@ -63,7 +63,7 @@ def test_the_summary_is_tables_not_terminal_text(page: Path) -> None:
         "Per tool",
         "Per detector",
         "Top 2 conversations by wasted calls",
-        "Findings — the reminders the guard would have sent",
+        "Findings: the reminders the guard would have sent",
     ):
         assert f"<caption>{caption}</caption>" in text
     assert (
@@ -177,8 +177,9 @@ def test_a_report_says_how_many_flagged_conversations_it_left_out(
     log.write_text(json.dumps([UNGUARDED, UNGUARDED[:13], UNGUARDED[:3]]), encoding="utf-8")
     path = tmp_path / "report.html"
 
-    assert main(["audit", str(log), "--html", str(path)]) == 0
+    assert main(["audit", str(log), "--html", str(path), "--top", "1"]) == 0
     text = path.read_text(encoding="utf-8")
+    assert "<caption>Top 1 conversation by wasted calls</caption>" in text
     assert text.count("<h3 ") == 1
     assert '<h3 id="c0">' in text  # the one with the most wasted calls
     assert "1 more flagged conversation not drawn." in text

@@ -369,7 +369,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         from .report import report_html
 
         with html:
-            html.write(report_html(result))
+            html.write(report_html(result, top=args.top))
         print(f"HTML report: {os.path.abspath(args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))

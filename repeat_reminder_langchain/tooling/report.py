@@ -80,7 +80,7 @@ def _cell(value: object, link: str | None = None) -> str:
         text = html.escape(f"{value:,}")
         if link is not None:
             text = f'<a href="#{link}">{text}</a>'
-        return f'<td class="n">{text}</td>'
+        return f"<td{_RIGHT_ALIGNED}>{text}</td>"
     text = str(value)
     return f"<td{_RIGHT_ALIGNED if _number(text) else ''}>{html.escape(text)}</td>"
 
@@ -118,7 +118,7 @@ def _number(value: object) -> bool:
     return isinstance(value, int) or str(value) == "—" or str(value).replace(",", "").isdigit()
 
 
-def _summary(result: Audit) -> list[str]:
+def _summary(result: Audit, top: int) -> list[str]:
     """The audit's tables and lines, as `format_audit` has them in text."""
     drawn = frozenset(audited.index for audited, _ in result.timelines)
     parts = ["<h2>Summary</h2>", _rows(tool_rows(result), "Per tool")]
@@ -132,10 +132,9 @@ def _summary(result: Audit) -> list[str]:
         return parts
     parts.append(_rows(detector_rows(result), "Per detector"))
     parts += [f"<p>{html.escape(line)}</p>" for line in [wasted_line(result), *lines]]
-    header, rows = top_rows(result, 10)
-    caption = top_title(len(rows)).capitalize()
-    parts.append(_table(header, rows, caption=caption, links=drawn))
-    parts.append(_rows(finding_rows(result), FINDINGS.capitalize().replace(":", " —"), drawn))
+    costliest = top_rows(result, top)
+    parts.append(_rows(costliest, top_title(len(costliest[1])).capitalize(), drawn))
+    parts.append(_rows(finding_rows(result), FINDINGS.capitalize(), drawn))
     return parts
 
 
@@ -359,8 +358,8 @@ def _unbroken(counts: str) -> str:
     return " · ".join(part.replace(" ", "\u00a0") for part in counts.split(" · ") if part)
 
 
-def report_html(result: Audit) -> str:
-    """The audit as a self-contained HTML page."""
+def report_html(result: Audit, top: int = 10) -> str:
+    """The audit as a self-contained HTML page, listing the `top` costliest conversations."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -368,7 +367,7 @@ def report_html(result: Audit) -> str:
         f"<style>{_STYLE}</style></head><body>",
         "<h1>Repeat-reminder audit</h1>",
         f"<p>{html.escape(headline(result))}</p>",
-        *_summary(result),
+        *_summary(result, top),
     ]
     if result.timelines:
         parts.append("<h2>Flagged conversations</h2>")
