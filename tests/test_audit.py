@@ -278,6 +278,17 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
             "{}:1: a record with no list of messages (its fields: 'task', 'reward')",
         ),
         (
+            "empty.jsonl",
+            '{"id": 7, "messages": []}\n',
+            "{}:1: an empty conversation: the record's list 'messages' is empty",
+        ),
+        (
+            "empties.json",
+            '[{"messages": [], "tags": []}]',
+            "{}:1: conversation 0: an empty conversation: the record's lists 'messages', 'tags' "
+            "are empty",
+        ),
+        (
             "unknown.json",
             '[{"role": "alien", "content": ""}]',
             "{}:1: message 0: unknown role 'alien'",
@@ -509,6 +520,21 @@ def test_escalation_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )
 
 
+def test_one_finding_is_said_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first_three = write(tmp_path, "three.json", json.dumps(UNGUARDED[:7]))  # a gentle reminder
+    assert main(["audit", first_three, "--fail-on", "gentle"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "audit: 1 reminder found (--fail-on gentle)\n"
+    assert "\ntop 1 conversation by wasted calls\n" in captured.out
+
+    first_five = write(tmp_path, "five.json", json.dumps(UNGUARDED[:11]))  # and a detailed one
+    assert main(["audit", first_five, "--fail-on", "detailed"]) == 1
+    said = "audit: 1 detailed reminder or stopped loop found (--fail-on detailed)\n"
+    assert capsys.readouterr().err == said
+
+
 @pytest.mark.parametrize(
     ("fail_on", "code", "said"),
     [
@@ -586,18 +612,20 @@ class Terminal(io.StringIO):
 
 
 def test_the_progress_bar_draws_only_for_a_large_input_at_a_terminal() -> None:
-    ticks = iter([0.0, 0.1, 0.5])
+    ticks = iter([0.0, 0.3, 0.4, 0.8])
     screen = Terminal()
     bar = ProgressBar(screen, LARGE * 2, interval=0.2, clock=lambda: next(ticks))
+    bar.update(LARGE // 4, 1)
+    assert screen.getvalue().endswith("· 4 of 34 MB · 1 conversation")
     bar.update(LARGE // 2, 10)
     bar.update(LARGE, 20)  # too soon: not drawn
     bar.update(LARGE, 30)
     bar.close()
     drawn = screen.getvalue().split("\r")
 
-    assert drawn[1].startswith("audit [#######.......................]  25% · 8 of 34 MB · 10 ")
-    assert drawn[2].startswith("audit [###############...............]  50% · 17 of 34 MB · 30")
-    assert drawn[3].strip() == drawn[4] == ""
+    assert drawn[2] == "audit [#######.......................]  25% · 8 of 34 MB · 10 conversations"
+    assert drawn[3].startswith("audit [###############...............]  50% · 17 of 34 MB · 30")
+    assert drawn[4].strip() == drawn[5] == ""
     bar.close()  # nothing drawn since: nothing to clear
     quiet = io.StringIO()
     ProgressBar(quiet, LARGE * 2).update(1, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -164,6 +165,29 @@ def test_python_m_runs_main(
         runpy.run_module("repeat_reminder_langchain", run_name="__main__")
     assert exit_info.value.code == 0
     assert "[gentle · job_status × 2]" in capsys.readouterr().out
+
+
+def test_the_usage_line_names_the_command_as_it_was_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["audit", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: repeat-reminder audit [-h]")
+
+    monkeypatch.setattr(sys, "argv", ["repeat_reminder_langchain", "--help"])
+    monkeypatch.delitem(sys.modules, "repeat_reminder_langchain.__main__", raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        # As `python -m` runs it: the package's __main__ is the running program's.
+        runpy.run_module("repeat_reminder_langchain", run_name="__main__", alter_sys=True)
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: python -m repeat_reminder_langchain [-h]")
+
+
+def test_the_console_script_calls_itself_by_its_name() -> None:
+    script = Path(sys.executable).with_name("repeat-reminder")
+    if not script.exists():
+        pytest.skip("the project is not installed in this environment (pip install -e .)")
+    done = subprocess.run([script, "demo", "--help"], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("usage: repeat-reminder demo [-h]")
 
 
 def test_importing_the_main_module_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -195,6 +195,25 @@ def test_the_retesting_model_gives_up_without_the_guard() -> None:
     assert calls_of(messages) == ["run_tests", "read_file", "run_tests", "read_file"]
 
 
+def test_the_summaries_say_one_call_in_the_singular() -> None:
+    from langchain_core.messages import ToolMessage
+
+    from repeat_reminder_langchain import ReminderConfig
+    from repeat_reminder_langchain.stats import Stats
+    from repeat_reminder_langchain.tooling.demo import _summary, format_stats
+
+    call = {"name": "ls", "args": {}, "id": "c1"}
+    messages = [
+        HumanMessage("go"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("r", tool_call_id="c1"),
+    ]
+    assert _summary(messages, ReminderConfig(), None).startswith("1 tool call · 0 reminders")
+    stats = Stats().snapshot()
+    stats["calls"] = 1
+    assert format_stats(stats).startswith("1 call counted · ")
+
+
 def test_the_demo_runs_on_the_plain_install() -> None:
     code = (
         "import sys\n"

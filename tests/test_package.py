@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 import sys
-from importlib.metadata import metadata, version
+import tarfile
+import tomllib
+from importlib.metadata import files, metadata, packages_distributions, requires, version
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,89 @@ def test_the_ci_script_parses_and_runs_what_the_readme_says() -> None:
         line for line in script.read_text(encoding="utf-8").splitlines() if line[:1].isalpha()
     ]
     assert commands[-2:] == ["make test", "make test-lowest"]
+
+
+def _extras() -> dict[str, list[str]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    return extras
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[; ]", requirement)[0]
+
+
+def _expanded(name: str, extras: dict[str, list[str]]) -> set[str]:
+    """The distributions an extra pulls in, the project's own extras it names expanded."""
+    found: set[str] = set()
+    for requirement in extras[name]:
+        distribution, _, rest = requirement.partition("[")
+        if distribution == "repeat-reminder-langchain":
+            for other in rest.rstrip("]").split(","):
+                found |= _expanded(other, extras)
+        else:
+            found.add(_name(requirement))
+    return found
+
+
+def test_each_extra_pulls_only_what_it_is_for() -> None:
+    extras = _extras()
+
+    assert _expanded("plot", extras) == {"matplotlib"}
+    assert _expanded("audit", extras) == {"ijson"}
+    assert _expanded("providers", extras) == {"langchain-openai", "langchain-anthropic"}
+    notebooks = _expanded("notebooks", extras)
+    assert {"ipykernel", "nbclient", "nbformat"} <= notebooks
+    assert "matplotlib" in notebooks  # the quickstart draws plot_timeline
+    assert "pytest" not in notebooks and "ijson" not in notebooks
+    others = set().union(*(_expanded(name, extras) for name in extras if name != "dev"))
+    assert others <= _expanded("dev", extras)
+    for requirement in (r for listed in extras.values() for r in listed):
+        if not requirement.startswith("repeat-reminder-langchain["):
+            assert ">=" in requirement and ",<" in requirement, requirement
+
+
+def test_the_notebooks_extra_holds_what_the_notebooks_import() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    runtime = {_name(r) for r in project["dependencies"]}
+    wanted = runtime | _expanded("notebooks", _extras())
+    # What those bring in themselves (IPython with ipykernel, langgraph-prebuilt with langgraph)
+    # counts as brought.
+    brought = wanted | {
+        _name(r).lower() for name in wanted for r in requires(name) or [] if "extra ==" not in r
+    }
+    imported: set[str] = set()
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                imported |= set(re.findall(r"^\s*(?:from|import) ([\w.]+)", source, re.M))
+    owners = packages_distributions()
+    missing = []
+    for module in sorted(imported):
+        top = module.split(".")[0]
+        if top in sys.stdlib_module_names or (ROOT / top).exists() or top == package.__name__:
+            continue
+        # A namespace shared by several distributions (langgraph): the one with the module.
+        path = module.replace(".", "/")
+        names = [
+            name
+            for name in owners[top]
+            if len(owners[top]) == 1
+            or any(str(f).startswith((f"{path}/", f"{path}.py")) for f in files(name) or [])
+        ]
+        if not any(name.lower() in brought for name in names):
+            missing.append(f"{module} ({', '.join(names)})")
+    assert missing == []
+
+
+def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
+    pytest.importorskip("hatchling", reason="the build backend is in the dev extra")
+    from hatchling.builders.sdist import SdistBuilder
+
+    built = next(SdistBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"]))
+    with tarfile.open(built) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    # What the package tests read beside the code (the README, the Makefile, the CI script).
+    assert {".ci/run", "README.md", "Makefile", "pyproject.toml"} <= names
+    assert "tests/test_package.py" in names

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-# Optional peers (the dev extra): `make test-lowest` runs without them and skips this module.
+# Optional peers (the providers extra): `make test-lowest` runs without them and skips this module.
 pytest.importorskip("langchain_anthropic")
 pytest.importorskip("langchain_openai")
 

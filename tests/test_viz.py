@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-# The timeline is drawn with an optional peer (the notebooks extra): `make test-lowest` runs
+# The timeline is drawn with an optional peer (the plot extra): `make test-lowest` runs
 # without it and skips this module.
 pytest.importorskip("matplotlib")
 
@@ -88,6 +88,7 @@ def test_the_timeline_plots_runs_side_by_side(guarded: list[object], tmp_path: P
     markers = [line for line in figure.axes[1].lines if line.get_marker() == "D"]
     assert len(markers) == 2
     assert plot_timeline({"empty": []}).axes[0].get_title() == "empty: 0 calls"
+    assert plot_timeline({"one": guarded[:3]}).axes[0].get_title() == "one: 1 call"  # type: ignore[dict-item]
 
 
 def test_a_timeline_can_show_a_stopped_loop(tmp_path: Path) -> None:
@@ -112,5 +113,5 @@ def test_plotting_without_matplotlib_says_which_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r'pip install "repeat-reminder-langchain\[notebooks\]"'):
+    with pytest.raises(ImportError, match=r'pip install "repeat-reminder-langchain\[plot\]"'):
         plot_timeline({"run": []})

@@ -32,17 +32,29 @@ from .logs import Conversation
 from .transcript import replay
 
 __all__ = [
+    "FINDINGS",
+    "NO_FINDINGS",
     "Audit",
     "Auditor",
     "ConversationAudit",
     "Finding",
     "Revealed",
+    "Rows",
     "TimelineCall",
     "ToolAudit",
     "audit",
+    "detector_rows",
     "exceeds",
+    "finding_rows",
     "format_audit",
+    "headline",
+    "notes",
+    "plural",
     "settings",
+    "tool_rows",
+    "top_rows",
+    "top_title",
+    "wasted_line",
 ]
 
 _SHOWN = 100  # characters of arguments or results a finding or a call row keeps
@@ -601,8 +613,93 @@ def _number(text: str) -> bool:
     return text.replace(",", "").isdigit() or text == "—"
 
 
-def _plural(number: int, word: str) -> str:
+def plural(number: int, word: str) -> str:
+    """`number` and `word`, in the plural unless the number is 1.
+
+    Example:
+        >>> plural(1, "call"), plural(1200, "call")
+        ('1 call', '1,200 calls')
+    """
     return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+Rows = tuple[list[str], list[list[object]]]
+"""A table: its header, then its rows (numbers as `int`, the rest as text)."""
+
+
+def headline(result: Audit) -> str:
+    """The audit's first line: what was read, and the counting rules in force."""
+    head = [plural(result.conversations, "conversation"), plural(result.calls, "tool call")]
+    if len(result.sources) > 1:
+        head.append(plural(len(result.sources), "file"))
+    if result.skipped:
+        head.append(f"{result.skipped:,} unreadable skipped")
+    return " · ".join([*head, _rules(result.config)])
+
+
+def tool_rows(result: Audit) -> Rows:
+    """Per tool, most called first, what its calls looked like."""
+    columns = ["calls", "longest", "streaks", "gentle", "detailed"]
+    if result.config.escalate_after is not None:
+        columns.append("escalated")
+    columns.append("wasted")
+    tools = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
+    return ["tool", *columns], [[name, *(getattr(t, c) for c in columns)] for name, t in tools]
+
+
+def detector_rows(result: Audit) -> Rows:
+    """Per detector in use, its reminders, escalations and conversations."""
+    header = ["detector", "reminders", "escalations", "conversations"]
+    return header, [
+        [name, slot["reminders"], slot["escalations"], slot["conversations"]]
+        for name, slot in result.detectors.items()
+    ]
+
+
+def wasted_line(result: Audit) -> str:
+    """The wasted calls, the conversations they were in, and the tokens spent on them."""
+    wasted_in = sum(found.wasted > 0 for found in result.flagged)
+    return (
+        f"wasted calls: {result.wasted:,} in {plural(wasted_in, 'conversation')} · "
+        f"tokens spent on them: {_tokens(result)}"
+    )
+
+
+def top_rows(result: Audit, top: int) -> Rows:
+    """The `top` conversations with the most wasted calls."""
+    header = ["conversation", "id", "calls", "reminders", "wasted", "tokens"]
+    return header, [
+        [c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)]
+        for c in result.top(top)
+    ]
+
+
+def finding_rows(result: Audit) -> Rows:
+    """Every finding, in input order."""
+    header = ["conversation", "id", "message", "tool", "detector", "count", "level", "arguments"]
+    return header, [
+        [f.conversation, f.id or "—", f.position, f.tool, f.detector, f.count, f.level,
+         f.arguments]
+        for f in result.findings
+    ]  # fmt: skip
+
+
+def notes(result: Audit) -> list[str]:
+    """What excluding each bookkeeping tool would reveal, one line each."""
+    return [
+        f"note: excluding {r.tool} would reveal {plural(r.findings, 'reminder')} in "
+        f"{plural(r.conversations, 'conversation')} (--exclude {r.tool})"
+        for r in result.revealed
+    ]
+
+
+NO_FINDINGS = "no findings: the guard would not have stepped in."
+FINDINGS = "findings: the reminders the guard would have sent"
+
+
+def top_title(count: int) -> str:
+    """The heading of the list of the `count` costliest conversations."""
+    return f"top {plural(count, 'conversation')} by wasted calls"
 
 
 def format_audit(result: Audit, top: int = 10) -> str:
@@ -615,58 +712,16 @@ def format_audit(result: Audit, top: int = 10) -> str:
         <BLANKLINE>
         no findings: the guard would not have stepped in.
     """
-    config = result.config
-    head = [_plural(result.conversations, "conversation"), _plural(result.calls, "tool call")]
-    if len(result.sources) > 1:
-        head.append(_plural(len(result.sources), "file"))
-    if result.skipped:
-        head.append(f"{result.skipped:,} unreadable skipped")
-    lines = [" · ".join([*head, _rules(config)])]
-    columns = ["calls", "longest", "streaks", "gentle", "detailed"]
-    if config.escalate_after is not None:
-        columns.append("escalated")
-    columns.append("wasted")
-    tools = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
-    lines += _table(
-        ["tool", *columns], ([name, *(getattr(t, c) for c in columns)] for name, t in tools)
-    )
+    lines = [headline(result), *_table(*tool_rows(result))]
     if result.skipped:
         lines += ["", *(f"skipped: {problem}" for problem in result.problems)]
-    flagged = result.flagged
-    if not flagged:
-        lines += ["", "no findings: the guard would not have stepped in."]
-        lines += _notes(result)
+    if not result.flagged:
+        lines += ["", NO_FINDINGS, *notes(result)]
         return "\n".join(lines)
-    lines.append("")
-    lines += _table(
-        ["detector", "reminders", "escalations", "conversations"],
-        (
-            [name, slot["reminders"], slot["escalations"], slot["conversations"]]
-            for name, slot in result.detectors.items()
-        ),
-    )
-    wasted_in = sum(found.wasted > 0 for found in flagged)
-    lines += [
-        "",
-        f"wasted calls: {result.wasted:,} in {_plural(wasted_in, 'conversation')} · "
-        f"tokens spent on them: {_tokens(result)}",
-    ]
-    lines += _notes(result)
-    chosen = result.top(top)
-    lines += ["", f"top {len(chosen)} conversations by wasted calls"]
-    lines += _table(
-        ["conversation", "id", "calls", "reminders", "wasted", "tokens"],
-        ([c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)] for c in chosen),
-    )
-    lines += ["", "findings: the reminders the guard would have sent"]
-    lines += _table(
-        ["conversation", "id", "message", "tool", "detector", "count", "level", "arguments"],
-        (
-            [f.conversation, f.id or "—", f.position, f.tool, f.detector, f.count, f.level,
-             f.arguments]
-            for f in result.findings
-        ),
-    )  # fmt: skip
+    lines += ["", *_table(*detector_rows(result)), "", wasted_line(result), *notes(result)]
+    header, rows = top_rows(result, top)
+    lines += ["", top_title(len(rows)), *_table(header, rows)]
+    lines += ["", FINDINGS, *_table(*finding_rows(result))]
     return "\n".join(lines)
 
 
@@ -678,11 +733,3 @@ def _tokens(result: Audit) -> str:
     if result.tokens is None:
         return "not recorded in these logs"
     return f"{result.tokens:,} of {result.tokens_recorded:,} recorded"
-
-
-def _notes(result: Audit) -> list[str]:
-    return [
-        f"note: excluding {r.tool} would reveal {_plural(r.findings, 'reminder')} in "
-        f"{_plural(r.conversations, 'conversation')} (--exclude {r.tool})"
-        for r in result.revealed
-    ]

@@ -1,7 +1,8 @@
-"""Command line: `python -m repeat_reminder_langchain demo|audit ...` (`--help` for each).
+"""Command line: `repeat-reminder demo|audit ...` (`--help` for each).
 
-Every error is one line on standard error and exit code 2; options go in any order, lists
-are comma-separated (and list options may be repeated).
+Also run as `python -m repeat_reminder_langchain`. Every error is one line on standard error
+and exit code 2; options go in any order, lists are comma-separated (and list options may be
+repeated).
 """
 
 from __future__ import annotations
@@ -212,9 +213,18 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
             help="observe: count and report, add nothing to the conversation")  # fmt: skip
 
 
+def _program() -> str:
+    """The command as it was run, for the usage line: the console script, or `python -m`."""
+    package = __name__.split(".")[0]
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name == f"{package}.__main__":
+        return f"python -m {package}"
+    return "repeat-reminder"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m repeat_reminder_langchain",
+        prog=_program(),
         description="A loop guard for LangChain and LangGraph agents.",
     )
     parser.add_argument(
@@ -311,20 +321,19 @@ def _option_problem(line: str) -> str:
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:
     """Why `--fail-on` is met, or None."""
+    from .audit import plural
+
     if fail_on is None:
         return None
     found = result.count()
     if fail_on == "gentle" and found:
-        return f"{found:,} reminders found (--fail-on gentle)"
+        return f"{plural(found, 'reminder')} found (--fail-on gentle)"
     if fail_on == "detailed":
         serious = result.count("detailed") + result.count("escalated")
-        return (
-            f"{serious:,} detailed reminders or stopped loops found (--fail-on detailed)"
-            if serious
-            else None
-        )
+        what = "reminder or stopped loop" if serious == 1 else "reminders or stopped loops"
+        return f"{serious:,} detailed {what} found (--fail-on detailed)" if serious else None
     if isinstance(fail_on, int) and found >= fail_on:
-        return f"{found:,} reminders found (--fail-on {fail_on})"
+        return f"{plural(found, 'reminder')} found (--fail-on {fail_on})"
     return None
 
 
@@ -360,7 +369,8 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         from .report import report_html
 
         with html:
-            html.write(report_html(result))
+            html.write(report_html(result, top=args.top))
+        print(f"HTML report: {os.path.abspath(args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))
     else:

@@ -338,7 +338,7 @@ def format_stats(stats: StatsSnapshot) -> str:
         for name, counts in stats["detectors"].items()
     )
     parts = [
-        f"{stats['calls']} calls counted",
+        f"{_plural(stats['calls'], 'call')} counted",
         f"delivered {_by_level(stats['reminders'])}",
         f"undelivered {_by_level(stats['undelivered'])}",
     ]
@@ -369,7 +369,7 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
     tags = (tag_of(message) or {} for message in messages)
     stopped = next((tag for tag in tags if tag.get("level") == "escalated"), None)
     tail = f" · stopped at {stopped['summary']} ({stopped['detector']})" if stopped else ""
-    return f"{summary.calls} tool calls · {said} · longest streak: {longest}{tail}"
+    return f"{_plural(summary.calls, 'tool call')} · {said} · longest streak: {longest}{tail}"
 
 
 def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:

@@ -374,6 +374,11 @@ class LogReader:
             raise LogError(
                 f"{at}: the fields {names} all hold messages: name one with --messages-key"
             )
+        # A field holding an empty list is most likely the conversation, with nothing in it.
+        empty = [repr(key) for key, item in record.items() if isinstance(item, list) and not item]
+        if empty:
+            lists = f"list {empty[0]} is" if len(empty) == 1 else f"lists {', '.join(empty)} are"
+            raise LogError(f"{at}: an empty conversation: the record's {lists} empty")
         names = ", ".join(map(repr, list(record)[:8])) or "none"
         raise LogError(f"{at}: a record with no list of messages (its fields: {names})")
 

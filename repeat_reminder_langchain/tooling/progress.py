@@ -53,7 +53,8 @@ class ProgressBar:
         filled = int(share * 30)
         line = (
             f"\raudit [{'#' * filled}{'.' * (30 - filled)}] {share:4.0%} · "
-            f"{done / 1e6:,.0f} of {self.total / 1e6:,.0f} MB · {conversations:,} conversations"
+            f"{done / 1e6:,.0f} of {self.total / 1e6:,.0f} MB · {conversations:,} "
+            f"conversation{'' if conversations == 1 else 's'}"
         )
         self._drawn = len(line) - 1
         self.stream.write(line)

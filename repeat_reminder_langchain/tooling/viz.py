@@ -1,7 +1,8 @@
 """Pictures of a conversation: the transcript as an HTML table, and a timeline of its calls.
 
 `transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib
-(`pip install "repeat-reminder-langchain[notebooks]"`), imported only when called.
+(`pip install "repeat-reminder-langchain[plot]"`), imported only when called. The audit's HTML
+report draws its timelines itself (`report.timeline_svg`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
+from .audit import plural
 from .transcript import Step, steps, transcript_rows
 
 if TYPE_CHECKING:
@@ -113,8 +115,7 @@ def plot_steps(
         from matplotlib.patches import Patch
     except ImportError:
         raise ImportError(
-            "plotting a timeline needs matplotlib: "
-            'pip install "repeat-reminder-langchain[notebooks]"'
+            'plotting a timeline needs matplotlib: pip install "repeat-reminder-langchain[plot]"'
         ) from None
 
     rows = max((len(found) for found in timelines.values()), default=0)
@@ -138,7 +139,7 @@ def plot_steps(
                 axis.plot(length, row, marker="D", color=colour, markersize=8, zorder=3)
         for threshold in thresholds:
             axis.axvline(threshold, color="#999", linestyle=":", linewidth=1)
-        axis.set_title(f"{title}: {len(found)} calls", fontsize=10)
+        axis.set_title(f"{title}: {plural(len(found), 'call')}", fontsize=10)
         axis.set_ylim(max(rows, 1) - 0.5, -0.5)
         axis.set_xlim(0, width)
         axis.set_yticks(range(len(found)), [str(step.number) for step in found], fontsize=7)
