@@ -33,7 +33,7 @@ from repeat_reminder_langchain.reminder import Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 
 from .evaluate import ALONE
-from .run import ERROR_PATTERN, Replay, Settings, replay_all
+from .run import ERROR_PATTERN, Replay, Settings, load, replay_all
 from .scan import SHAPES, scan
 
 __all__ = [
@@ -259,21 +259,30 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def table(corpus: str, conversations: Sequence[Conversation]) -> str:
-    """The precision and recall table of one corpus file, as the evaluation prints it."""
+def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> str:
+    """The precision and recall table of one corpus file, as the evaluation prints it.
+
+    `conversations` are the file's, as `load` reads them with every message kept; read from
+    `corpus` when not given.
+    """
     path = labels_path(corpus)
     if not path.exists():
         return f"   labels: none for this file (no {path.name} in evaluation/labels/)"
     labels = read_labels(path)
+    if conversations is None:
+        conversations = load(corpus)
     raised = flags(conversations)
     found = loops(replay_all(conversations, ReminderConfig()))
-    real = sum(label == "loop" for label, _ in labels.loops.values())
+    real = {(c, calls) for (c, _, calls), (label, _) in labels.loops.items() if label == "loop"}
     lines = [
         f"   labels ({path.name}): {len(labels.flags)} flags, {len(labels.loops)} candidate "
-        f"loops ({real} loop); unlabelled now: "
+        f"loops, {len(real)} of them loops; raised now and unlabelled: "
         f"{sum(key not in labels.flags for key in raised)} flags, "
-        f"{sum(key not in labels.loops for key in found)} candidate loops",
+        f"{sum(key not in labels.loops for key in found)} candidate loops; labelled and not "
+        f"raised now: {sum(key not in raised for key in labels.flags)} flags",
         "   settings: " + "; ".join(f"{name} = {_describe(s)}" for name, s in SETTINGS.items()),
+        "   precision = genuine / labelled flags; recall = loops with a flag on one of their "
+        "calls / labelled loops",
         f"   {'detector':<12}{'setting':<13}{'at':>3}{'flags':>7}{'genuine':>9}{'false':>7}"
         f"{'unlabelled':>12}{'precision':>11}{'recall':>12}",
     ]
@@ -290,4 +299,4 @@ def table(corpus: str, conversations: Sequence[Conversation]) -> str:
 def _describe(settings: Settings) -> str:
     if settings == Settings():
         return "the guard's defaults"
-    return f"exclude BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN ({len(settings.exclude)} tools)"
+    return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN"
