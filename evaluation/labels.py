@@ -17,8 +17,10 @@ candidate loop the scan finds that has no label.
 * precision, per detector, setting and threshold: genuine flags / labelled flags there;
 * recall: labelled loops (`loop`) that at least one of those flags falls in (the flag's call
   is one of the loop's calls) / labelled loops, a loop found by two shapes with the same calls
-  counted once. The `any` rows take the three detectors'
-  flags together (a call flagged by several counts once, genuine if any of its labels is).
+  counted once.
+
+The `any` rows take the three detectors' flags together: a call flagged by several counts once,
+genuine if any of its labels is.
 """
 
 from __future__ import annotations
@@ -236,7 +238,10 @@ def score(
                     label = labels.flags.get(key)
                     verdicts.setdefault(key[:2], set()).add("" if label is None else label[0])
                 genuine = sum("genuine" in found for found in verdicts.values())
-                unlabelled = sum(found == {""} for found in verdicts.values())
+                # A call counts as false only when every flag on it was read and found false.
+                unlabelled = sum(
+                    "" in found and "genuine" not in found for found in verdicts.values()
+                )
                 calls = set(verdicts)
                 hit = sum(any((c, call) in calls for call in loop) for c, loop in real)
                 rows.append(

@@ -116,12 +116,14 @@ def test_precision_and_recall_on_a_hand_made_example() -> None:
         (0, 3, "repeat"): (("defaults", 2),),
         (0, 3, "stale"): (("defaults", 2), ("defaults", 3)),
         (1, 0, "stale"): (("defaults", 2),),  # raised now, never labelled
+        (1, 0, "repeat"): (("defaults", 2),),
     }
     labels = Labels(
         flags={
             (0, 1, "stale"): ("genuine", "read again"),
             (0, 3, "repeat"): ("genuine", "twice in a row"),
             (0, 3, "stale"): ("false", "a write"),
+            (1, 0, "repeat"): ("false", "a check after a fix"),
             (2, 0, "stale"): ("genuine", "no longer raised"),
         },
         fires={},
@@ -145,9 +147,11 @@ def test_precision_and_recall_on_a_hand_made_example() -> None:
     assert (late.found, late.loops) == (1, 2)
 
     repeat = rows["repeat", "defaults", 2]
-    assert (repeat.flags, repeat.precision, repeat.found) == (1, 1.0, 1)
+    assert (repeat.flags, repeat.genuine, repeat.false, repeat.precision) == (2, 1, 1, 0.5)
+    assert repeat.found == 1
 
-    # Together a call counts once, genuine when any of its labels is.
+    # Together a call counts once: genuine when any of its labels is, false only when all of its
+    # flags were read (call 0 of conversation 1 has a false label and an unlabelled flag).
     both = rows["any", "defaults", 2]
     assert (both.flags, both.genuine, both.false, both.unlabelled) == (3, 2, 0, 1)
     assert both.precision == 1.0
