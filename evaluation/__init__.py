@@ -5,6 +5,8 @@ package's own `replay` with each detector alone (`repeat`, `stale`, `same_error`
 together, and prints per detector the firings, the conversations they fall in and the tools;
 for `stale` and `same_error`, the firings at thresholds 2 to 5; and every re-run of a call,
 sorted by whether something was edited in between and whether its output changed, with the
-`stale` firings on each kind (none may fall on a changed output). `--show DETECTOR` prints
-firings in context, for reading them by hand.
+`stale` firings on each kind (none may fall on a changed output); and, for a file labelled in
+`evaluation/labels/`, each detector's precision and recall against the labels at thresholds 2
+to 4 under the defaults and the recommended configuration. `--show DETECTOR` prints firings in
+context, for reading them by hand. Without the corpus files, it says where they come from.
 """

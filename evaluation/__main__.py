@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
 from collections.abc import Sequence
 
 from .evaluate import ALONE, evaluate
+from .labels import table
 from .report import as_json, context, text
-from .run import ERROR_PATTERN, Settings
+from .run import CORPUS, ERROR_PATTERN, Settings
 
 
 def _thresholds(value: str) -> tuple[int, ...]:
@@ -54,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sample", type=int, metavar="N", help="with --show: N firings drawn at random (seed 0)"
     )
     args = parser.parse_args(argv)
+    missing = [path for path in args.paths if path != "-" and not os.path.isfile(path)]
+    if missing:  # an unmatched shell pattern arrives as itself
+        print(f"no conversations at {' '.join(missing)}: {CORPUS}", file=sys.stderr)
+        return 2
     settings = Settings(
         stale_thresholds=args.stale_thresholds,
         same_error_thresholds=args.same_error_thresholds,
@@ -68,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports.append(report)
         if not args.json:
             print(text(report))
+            # The labels were read under their own settings, with every user message kept.
+            print(table(path, None if args.ignore_user else report.conversations))
             print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
         if args.show:
             firings = [(f, r) for r in report.replays[args.show] for f in r.firings()]

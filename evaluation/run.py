@@ -19,6 +19,7 @@ from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
 from repeat_reminder_langchain.tooling.transcript import Replayed, replay
 
 __all__ = [
+    "CORPUS",
     "ERROR_PATTERN",
     "SHELL_ERRORS",
     "SWEEP",
@@ -32,6 +33,16 @@ __all__ = [
     "replay_all",
     "sweep",
 ]
+
+CORPUS = (
+    "the development corpus is public conversations, not kept in this repository: "
+    "sierra-research/tau-bench historical_trajectories/gpt-4o-airline.json at "
+    "59a200c6d575d595120f1cb70fea53cef0632f6b (MIT; every other record, read as published) "
+    "and gruckion/mini-swe-agent swebench_results/20251118_gemini-3-pro-74pct/trajs at "
+    "d12a71affd95403b036b2bdbd827349b77bfffb9 (MIT; every other instance, converted to "
+    "LangChain message dicts), expected as ../shared/corpus/*.json*"
+)
+"""Where the conversations `make evaluate` reads come from, for a clone that has none."""
 
 SWEEP = (2, 3, 4, 5)
 """The thresholds the sweep shows, for the trade-off between firing early and firing right."""

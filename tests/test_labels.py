@@ -1,0 +1,239 @@
+"""The labelled set of the development corpus (`evaluation/labels/`) and the figures drawn from it.
+
+The labels files are checked as data: every key once, every label one of the allowed values with a
+reason. Precision, recall and the scan are checked on small examples made by hand. With the corpus
+files present (they are not in the repository), every flag the current code raises at the
+labelled settings and every candidate loop the scan finds must have a label, or the table would
+leave it out of its figures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluation.__main__ import main
+from evaluation.labels import (
+    FLAG_LABELS,
+    LABELS,
+    LOOP_LABELS,
+    SETTINGS,
+    THRESHOLDS,
+    Labels,
+    flags,
+    labels_path,
+    loops,
+    read_labels,
+    score,
+    table,
+)
+from evaluation.run import load, replay_all
+from evaluation.scan import SHAPES, Loop, scan
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._streaks import Call
+from repeat_reminder_langchain.tooling.transcript import Replayed
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+FILES = sorted(LABELS.glob("*.labels.jsonl"))
+DETECTORS = ("repeat", "stale", "same_error")
+
+
+def records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_there_is_a_labels_file_per_corpus_file() -> None:
+    assert [path.name for path in FILES] == [
+        "mini_swe_gemini3pro.dev.labels.jsonl",
+        "tau_bench_gpt4o_airline.dev.labels.jsonl",
+    ]
+    assert labels_path("../x/mini_swe_gemini3pro.dev.jsonl") == FILES[0]
+    assert labels_path("tau_bench_gpt4o_airline.dev.json") == FILES[1]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
+def test_every_label_is_well_formed(path: Path) -> None:
+    flag_keys: list[tuple[object, ...]] = []
+    loop_keys: list[tuple[object, ...]] = []
+    for record in records(path):
+        reason = record["reason"]
+        assert isinstance(reason, str) and reason.strip(), record
+        conversation = record["conversation"]
+        assert isinstance(conversation, int) and conversation >= 0, record
+        if record["kind"] == "flag":
+            assert record["label"] in FLAG_LABELS, record
+            assert record["detector"] in DETECTORS, record
+            fires = record["fires"]
+            assert isinstance(fires, list) and fires, record
+            assert all(s in SETTINGS and t in THRESHOLDS for s, t in fires), record
+            assert len({tuple(f) for f in fires}) == len(fires), record
+            flag_keys.append((conversation, record["call"], record["detector"]))
+        else:
+            assert record["kind"] == "loop", record
+            assert record["label"] in LOOP_LABELS, record
+            assert record["shape"] in SHAPES, record
+            calls = record["calls"]
+            assert isinstance(calls, list) and len(calls) >= 3 and calls == sorted(calls), record
+            loop_keys.append((conversation, record["shape"], tuple(calls)))
+    assert len(set(flag_keys)) == len(flag_keys)
+    assert len(set(loop_keys)) == len(loop_keys)
+    labels = read_labels(path)  # what the evaluation reads agrees with the file
+    assert len(labels.flags) == len(flag_keys) and len(labels.loops) == len(loop_keys)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"label": "maybe"}, "a flag is"),
+        ({"reason": " "}, "no reason"),
+        ({"kind": "note"}, "kind must be"),
+        ({}, "labelled twice"),
+    ],
+)
+def test_a_malformed_labels_file_is_refused(
+    tmp_path: Path, change: dict[str, object], problem: str
+) -> None:
+    good = {
+        "kind": "flag",
+        "conversation": 0,
+        "call": 2,
+        "detector": "stale",
+        "fires": [["defaults", 2]],
+        "label": "genuine",
+        "reason": "the same file read again",
+    }
+    path = tmp_path / "x.labels.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **change}) + "\n")
+    with pytest.raises(ValueError, match=problem):
+        read_labels(path)
+
+
+def test_precision_and_recall_on_a_hand_made_example() -> None:
+    raised = {
+        (0, 1, "stale"): (("defaults", 2),),
+        (0, 3, "repeat"): (("defaults", 2),),
+        (0, 3, "stale"): (("defaults", 2), ("defaults", 3)),
+        (1, 0, "stale"): (("defaults", 2),),  # raised now, never labelled
+        (1, 0, "repeat"): (("defaults", 2),),
+    }
+    labels = Labels(
+        flags={
+            (0, 1, "stale"): ("genuine", "read again"),
+            (0, 3, "repeat"): ("genuine", "twice in a row"),
+            (0, 3, "stale"): ("false", "a write"),
+            (1, 0, "repeat"): ("false", "a check after a fix"),
+            (2, 0, "stale"): ("genuine", "no longer raised"),
+        },
+        fires={},
+        loops={
+            (0, "same_call", (1, 2, 3)): ("loop", "stuck"),
+            (0, "same_failure", (1, 2, 3)): ("loop", "the same loop, found twice"),
+            (1, "same_call", (5, 6, 7)): ("loop", "no flag falls in it"),
+            (2, "cycle", (0, 1, 2, 3)): ("not", "progress"),
+        },
+    )
+    rows = {(r.detector, r.setting, r.threshold): r for r in score(raised, labels)}
+    assert len(rows) == 4 * len(SETTINGS) * len(THRESHOLDS)
+
+    stale = rows["stale", "defaults", 2]
+    assert (stale.flags, stale.genuine, stale.false, stale.unlabelled) == (3, 1, 1, 1)
+    assert stale.precision == 0.5  # over labelled flags: the unlabelled one is apart
+    assert (stale.found, stale.loops, stale.recall) == (1, 2, 0.5)
+
+    late = rows["stale", "defaults", 3]
+    assert (late.flags, late.genuine, late.false, late.precision) == (1, 0, 1, 0.0)
+    assert (late.found, late.loops) == (1, 2)
+
+    repeat = rows["repeat", "defaults", 2]
+    assert (repeat.flags, repeat.genuine, repeat.false, repeat.precision) == (2, 1, 1, 0.5)
+    assert repeat.found == 1
+
+    # Together a call counts once: genuine when any of its labels is, false only when all of its
+    # flags were read (call 0 of conversation 1 has a false label and an unlabelled flag).
+    both = rows["any", "defaults", 2]
+    assert (both.flags, both.genuine, both.false, both.unlabelled) == (3, 2, 0, 1)
+    assert both.precision == 1.0
+
+    silent = rows["stale", "recommended", 2]
+    assert (silent.flags, silent.precision, silent.found, silent.recall) == (0, None, 0, 0.0)
+    none = score({}, Labels({}, {}, {}))
+    assert all(r.precision is None and r.recall is None for r in none)
+
+
+def replayed(*calls: tuple[str, str, str]) -> list[Replayed]:
+    """Calls as a replay yields them: tool, the `x` argument and the result."""
+    return [
+        Replayed(Call(str(i), tool, {"x": arg}, result), i, None)
+        for i, (tool, arg, result) in enumerate(calls)
+    ]
+
+
+def test_the_scan_finds_each_shape_wherever_the_calls_are() -> None:
+    calls = replayed(
+        ("read", "a", "A"),
+        ("book", "1", "Error: full"),
+        ("read", "a", "A"),
+        ("book", "1", "Error: full"),
+        ("read", "a", "A changed"),  # another result: not the same call and result
+        ("book", "3", "Error: full"),
+        ("read", "a", "A"),
+    )
+    assert scan(calls) == [
+        Loop("same_call", (0, 2, 6), "read"),
+        Loop("cycle", (0, 1, 2, 3), "read+book"),
+        Loop("same_failure", (1, 3, 5), "book"),
+    ]
+
+
+def test_the_scan_leaves_short_runs_and_changing_results_alone() -> None:
+    twice = replayed(("read", "a", "A"), ("read", "a", "A"))
+    assert scan(twice) == []
+    changing = replayed(("a", "1", "x"), ("b", "1", "y"), ("a", "1", "x"), ("b", "1", "z"))
+    assert scan(changing) == []  # b's result changed: no full second cycle
+    one_more = replayed(("a", "1", "x"), ("b", "1", "y"), ("a", "1", "x"), ("b", "1", "y"))
+    assert [loop.shape for loop in scan(one_more)] == ["cycle"]
+    errors = replayed(("run", "1", "Error: a"), ("run", "2", "Error: b"), ("run", "3", "Error: a"))
+    assert scan(errors) == []  # two different errors
+
+
+def test_a_file_without_labels_says_so() -> None:
+    excerpt = Path(__file__).parent / "data" / "corpus_excerpt.jsonl"
+    assert table(str(excerpt), []) == (
+        "   labels: none for this file (no corpus_excerpt.labels.jsonl in evaluation/labels/)"
+    )
+
+
+def test_missing_corpus_files_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pattern = str(tmp_path / "corpus" / "*.json*")  # what an unmatched shell pattern passes
+    assert main([pattern]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith(f"no conversations at {pattern}: ")
+    for source in (
+        "sierra-research/tau-bench",
+        "59a200c6d575d595120f1cb70fea53cef0632f6b",
+        "read as published",
+        "gruckion/mini-swe-agent",
+        "d12a71affd95403b036b2bdbd827349b77bfffb9",
+    ):
+        assert source in err
+
+
+@pytest.mark.skipif(
+    not CORPUS.is_dir(), reason=f"the development corpus is not at {CORPUS} (not in the repository)"
+)
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
+def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(path: Path) -> None:
+    corpus = CORPUS / path.name.replace(".labels.jsonl", ".jsonl")
+    if not corpus.exists():
+        corpus = corpus.with_suffix(".json")
+    conversations = load(str(corpus))
+    labels = read_labels(path)
+    raised = flags(conversations)
+    assert sorted(set(raised) - set(labels.flags)) == []
+    found = loops(replay_all(conversations, ReminderConfig()))
+    assert sorted(set(found) - set(labels.loops)) == []
