@@ -32,7 +32,7 @@ from evaluation.labels import (
 from evaluation.run import load, replay_all
 from evaluation.scan import SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._streaks import Call
+from repeat_reminder_langchain._counter import Call
 from repeat_reminder_langchain.tooling.transcript import Replayed
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
