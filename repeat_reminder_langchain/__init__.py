@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import canonicalize
 from .config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
 from .escalation import RepeatToolLoopError
-from .reminder import Escalation, Reminder, is_reminder
+from .reminder import Escalation, Reminder, RepeatToolReminderWarning, is_reminder
 
 if TYPE_CHECKING:
     from .callbacks import RepeatToolReminderCallbackHandler
@@ -55,6 +55,7 @@ __all__ = [
     "RepeatToolReminderMiddleware",
     "RepeatToolReminderNode",
     "RepeatToolReminderState",
+    "RepeatToolReminderWarning",
     "Stats",
     "StatsSnapshot",
     "__version__",

@@ -84,12 +84,16 @@ class StateStore:
     """Records kept in graph state, under `key` (and, for middleware instances, by `name`).
 
     Every instance writes only its own entry: the middleware's field merges the entries
-    written in one step.
+    written in one step. A record is checked when read; a record of the same fields and
+    types as one found valid before needs no more than its counts checked.
     """
+
+    limit = 64  # shapes of valid records remembered: a few per configuration
 
     def __init__(self, key: str, name: str | None = None) -> None:
         self.key = key
         self.name = name
+        self._valid: set[tuple[tuple[str, ...], tuple[type, ...]]] = set()
         self._warned = False
 
     def read(self, state: Any) -> Record:
@@ -99,8 +103,12 @@ class StateStore:
             data = data.get(self.name) if isinstance(data, (dict, Mapping)) else None
         if not data:
             return {}
+        if type(data) is dict:
+            shape = (tuple(data), tuple(map(type, data.values())))
+            if shape in self._valid and data.get("count", 0) >= 0:
+                return data  # type: ignore[return-value]
         try:
-            return read_record(data)
+            record = read_record(data)
         except RecordError as error:
             if not self._warned:
                 self._warned = True
@@ -108,6 +116,10 @@ class StateStore:
                     "stored repeat reminder state is not valid (%s); starting over", error
                 )
             return {}
+        if len(self._valid) >= self.limit:
+            self._valid.clear()
+        self._valid.add((tuple(record), tuple(map(type, record.values()))))
+        return record
 
     def write(self, record: Record) -> dict[str, Any]:
         """The state update that keeps `record`."""

@@ -29,7 +29,9 @@ def is_user_message(message: object) -> bool:
     return source is None or (source != "summarization" and tag_of(message) is None)
 
 
-def read_turn(messages: Sequence[BaseMessage], counted: str, end: int | None = None) -> Turn:
+def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame: every turn
+    messages: Sequence[BaseMessage], counted: str, end: int | None = None
+) -> Turn:
     """What happened in `messages[:end]` since the model turn `counted` was counted.
 
     The latest model turn with tool calls is read with the results that answer it (a call
@@ -54,27 +56,40 @@ def read_turn(messages: Sequence[BaseMessage], counted: str, end: int | None = N
     else:
         return Turn(spoke_after=True) if spoke_after else NOTHING
     message: AIMessage = item  # type: ignore[assignment]
-    if not message.tool_calls and not _named_invalid(message):
+    tool_calls = message.tool_calls
+    if not tool_calls and not _named_invalid(message):
         answered = tag_of(message) is None  # the guard's own final word is not an answer
         return Turn(answered=answered, spoke_after=spoke_after)
     turn = message.id or _turn_id(message, index)
     if turn == counted:
         return Turn(spoke_after=True) if spoke_after else NOTHING
-    calls, waiting = _calls(message, messages, index, stop)
-    spoke_before, answered = _since_previous_turn(messages, index)
-    return _make(Turn, (turn, calls, answered, spoke_before, spoke_after, waiting))
-
-
-# Named tuples built without their Python-level constructor: this runs on every turn.
-_make = tuple.__new__
-
-
-def _since_previous_turn(messages: Sequence[BaseMessage], index: int) -> tuple[bool, bool]:
-    """Whether the user spoke, and whether the model answered, since the turn before.
-
-    Read back from `messages[index]` to the model turn with calls before it.
-    """
-    spoke = answered = False
+    # The results after the turn, by call id, in the order they came.
+    results: dict[str, list[ToolMessage]] = {}
+    for answer in messages[index + 1 : stop]:
+        if type(answer) is ToolMessage or isinstance(answer, ToolMessage):
+            found = results.get(answer.tool_call_id)
+            if found is None:
+                results[answer.tool_call_id] = [answer]
+            else:
+                found.append(answer)
+    # From the last call back, each takes the latest result left with its id: calls sharing
+    # an id are answered in order, and a call answered twice keeps the answer read last.
+    calls: list[Call] = []
+    waiting = False
+    for tool_call in reversed(tool_calls):
+        call_id = tool_call.get("id") or ""
+        found = results.get(call_id) if call_id else None
+        if found:
+            result, error = _outcome(found.pop())
+        else:
+            result, error = None, False
+            waiting = waiting or bool(call_id)  # without an id no result can be matched
+        calls.append(_make(Call, (call_id, tool_call["name"], tool_call["args"], result, error)))
+    calls.reverse()
+    if message.invalid_tool_calls:
+        calls += _invalid_calls(message, results)
+    # Back to the turn before: whether the user spoke, or the model answered, since.
+    spoke_before = answered = False
     while index > 0:
         index -= 1
         item = messages[index]
@@ -85,11 +100,32 @@ def _since_previous_turn(messages: Sequence[BaseMessage], index: int) -> tuple[b
             if item.tool_calls or _named_invalid(item):  # type: ignore[attr-defined,arg-type]
                 break
             answered = answered or tag_of(item) is None
-        elif not spoke:
-            spoke = is_user_message(item)
-        if spoke and answered:
+        elif not spoke_before:
+            spoke_before = is_user_message(item)
+        if spoke_before and answered:
             break  # all there is to know
-    return spoke, answered
+    return _make(Turn, (turn, tuple(calls), answered, spoke_before, spoke_after, waiting))
+
+
+# Named tuples built without their Python-level constructor: this runs on every turn.
+_make = tuple.__new__
+
+
+def _invalid_calls(message: AIMessage, results: Mapping[str, list[ToolMessage]]) -> list[Call]:
+    """The calls whose arguments could not be parsed, with their results if any.
+
+    They never reach a tool: they count with their turn, after the others, with the error
+    result create_agent writes for them.
+    """
+    calls = []
+    for invalid in message.invalid_tool_calls:
+        name = invalid.get("name")
+        if isinstance(name, str):
+            call_id = invalid.get("id") or ""
+            found = results.get(call_id)
+            result, error = _outcome(found[-1]) if found else (None, False)
+            calls.append(Call(call_id, name, invalid.get("args"), result, error))
+    return calls
 
 
 def _named_invalid(message: AIMessage) -> bool:
@@ -103,51 +139,6 @@ def _turn_id(message: AIMessage, index: int) -> str:
     ids = [call.get("id") or "" for call in message.tool_calls]
     ids += [call.get("id") or "" for call in message.invalid_tool_calls]
     return f"#{index}:" + "\x1f".join(ids)
-
-
-def _calls(
-    message: AIMessage, messages: Sequence[BaseMessage], index: int, end: int
-) -> tuple[tuple[Call, ...], bool]:
-    """The calls of the turn at `index`, with the results in `messages[index + 1:end]`.
-
-    Also returns whether some results are still missing (those calls have none).
-    """
-    results: dict[str, list[ToolMessage]] = {}  # by call id, in the order they came
-    for position in range(index + 1, end):
-        answer = messages[position]
-        if type(answer) is ToolMessage or isinstance(answer, ToolMessage):
-            found = results.get(answer.tool_call_id)
-            if found is None:
-                results[answer.tool_call_id] = [answer]
-            else:
-                found.append(answer)
-    calls: list[Call] = []
-    waiting = False
-    # From the last call back, each takes the latest result left with its id: calls sharing
-    # an id are answered in order, and a call answered twice keeps the answer read last.
-    for tool_call in reversed(message.tool_calls):
-        call_id = tool_call.get("id") or ""
-        found = results.get(call_id) if call_id else None
-        if found:
-            outcome = _outcome(found.pop())
-        else:
-            outcome = _UNANSWERED
-            waiting = waiting or bool(call_id)  # without an id no result can be matched
-        calls.append(_make(Call, (call_id, tool_call["name"], tool_call["args"], *outcome)))
-    calls.reverse()
-    # Calls whose arguments could not be parsed never reach a tool: they count with their
-    # turn, after the others, with the error result create_agent writes for them, if any.
-    for invalid in message.invalid_tool_calls:
-        name = invalid.get("name")
-        if isinstance(name, str):
-            call_id = invalid.get("id") or ""
-            found = results.get(call_id)
-            outcome = _outcome(found[-1]) if found else _UNANSWERED
-            calls.append(Call(call_id, name, invalid.get("args"), *outcome))
-    return tuple(calls), waiting
-
-
-_UNANSWERED = (None, False)
 
 
 def _outcome(answer: ToolMessage) -> tuple[object, bool]:

@@ -238,7 +238,7 @@ class _Memory:
         if self.failing:
             record["failing"], record["error"] = self.failing, self.error
             record["failures"], record["variants"] = self.failures, self.variants
-        else:
+        elif "failing" in record:  # the streak ended: nothing of it is kept
             for name in ("failing", "error", "failures", "variants"):
                 record.pop(name, None)  # type: ignore[misc]
         if self.seen is not None:

@@ -29,7 +29,7 @@ from typing_extensions import Unpack
 from ._conversation import read_turn
 from ._counter import NOTHING, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report
+from .events import report, warn_wiring
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME
 from .stats import Stats
@@ -170,8 +170,20 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
         self.records = AgentRecords(self._runs, limit=10_000)
         self._warned_undelivered = False
+        self._loud = False
         self.stats = Stats()
         self.tool_policies = ToolPolicies()
+
+    @property
+    def raise_error(self) -> bool:  # type: ignore[override]
+        """Whether the callback manager lets an error of this handler fail the run.
+
+        Never, but for a wiring warning that the user's warning filter made an error
+        (`-W error::...RepeatToolReminderWarning`): that one is theirs to see. The manager
+        asks once, for the error the warning raised.
+        """
+        loud, self._loud = self._loud, False
+        return loud
 
     @property
     def max_agents(self) -> int:
@@ -275,12 +287,14 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if self._warned_undelivered or self.config.mode == "observe":
             return
         self._warned_undelivered = True
-        logger.warning(
+        self._loud = True  # if the user made the warning an error, it is theirs to see
+        warn_wiring(
             "repeat tool reminders are due but reach no model: no RepeatToolReminderNode ran "
             "after the tools node for this agent. In a custom graph, add "
             "RepeatToolReminderNode(handler) between the tools node and the model node; with "
             "create_agent, use RepeatToolReminderMiddleware instead of the handler."
         )
+        self._loud = False
 
     # Every run of the graph passes through these two: single dict operations, atomic on
     # their own, so no lock but for the rare trimming and the end of a root run.

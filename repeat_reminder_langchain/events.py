@@ -10,6 +10,7 @@ reminders at INFO, escalations at WARNING, with the arguments only as a digest.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
@@ -19,7 +20,7 @@ from langgraph.config import get_config, get_stream_writer
 
 from ._counter import Count
 from .config import ReminderConfig
-from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
+from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder, RepeatToolReminderWarning
 from .stats import Stats
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "escalation_event",
     "reminder_event",
     "report",
+    "warn_wiring",
 ]
 
 REMINDER_EVENT = SOURCE
@@ -76,6 +78,15 @@ class EscalationEvent(TypedDict):
     mode: str
     acted: bool
     thread_id: str | None
+
+
+def warn_wiring(message: str) -> None:
+    """Say that the guard is wired so that it cannot do its work: in the log, and as a warning.
+
+    The warning shows with logging unconfigured or set above WARNING, and can be made an error.
+    """
+    logger.warning(message)
+    warnings.warn(message, RepeatToolReminderWarning, stacklevel=3)
 
 
 def current_run_config() -> RunnableConfig | None:

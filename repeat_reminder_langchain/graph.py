@@ -16,9 +16,9 @@ from ._conversation import read_messages, read_state, read_turn
 from ._counter import NOTHING, Counter, Record
 from .callbacks import RepeatToolReminderCallbackHandler, refuse_block
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report, thread_of
+from .events import report, thread_of, warn_wiring
 from .policy import ToolPolicies
-from .reminder import LOGGER_NAME, SOURCE, tag_of
+from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, tag_of
 from .stats import Stats
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
@@ -139,6 +139,8 @@ class RepeatToolReminderNode:
             # Only an escalation needs to know the thread (to name it in an error).
             thread = thread_of(config) if counted.escalation is not None else None
             action = act(counted, self._counter, self.config.message_type, thread)
+        except RepeatToolReminderWarning:
+            raise  # a wiring warning the user's warning filter made an error
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
@@ -167,7 +169,7 @@ class RepeatToolReminderNode:
         if self._warned_outside:
             return
         self._warned_outside = True
-        logger.warning(
+        warn_wiring(
             "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
             "in the run's callbacks, e.g. graph.invoke(inputs, "
             "config={'callbacks': [handler]}). No reminders are added meanwhile."
@@ -177,7 +179,7 @@ class RepeatToolReminderNode:
         if self._warned_placement:
             return
         self._warned_placement = True
-        logger.warning(
+        warn_wiring(
             "RepeatToolReminderNode ran before the results of the tool calls it follows, so it "
             "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
         )
@@ -241,11 +243,11 @@ class _InState:
             and _tool_turns(read_messages(state, self._messages_key)) >= 2
         ):
             self._warned = True
-            logger.warning(
-                "RepeatToolReminderNode keeps its counts in the state field %r, which this "
-                "graph's state does not have, so nothing is remembered between turns: build "
-                "the graph with RepeatToolReminderState or add the field to your state.",
-                self._store.key,
+            warn_wiring(
+                f"RepeatToolReminderNode keeps its counts in the state field "
+                f"{self._store.key!r}, which this graph's state does not have, so nothing is "
+                "remembered between turns: build the graph with RepeatToolReminderState or add "
+                "the field to your state."
             )
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "Level",
     "Reminder",
     "ReminderTag",
+    "RepeatToolReminderWarning",
     "is_reminder",
     "preview",
     "wrap",
@@ -26,6 +27,17 @@ SOURCE = "repeat_tool_reminder"
 and the name of its custom events."""
 
 LOGGER_NAME = "repeat_reminder_langchain"
+
+
+class RepeatToolReminderWarning(RuntimeWarning):
+    """The guard is wired so that it cannot do its work.
+
+    Its reminders reach no model (no node after the tools node), its node runs before the
+    results it counts, outside its handler's sight, or on a state without its field. Each is
+    said once per guard, in the log and as this warning, which `-W error::...` or
+    `warnings.simplefilter("error", RepeatToolReminderWarning)` turns into an error.
+    """
+
 
 Level = Literal["gentle", "detailed"]
 Detector = Literal["repeat", "stale", "same_error"]

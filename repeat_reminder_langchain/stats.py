@@ -78,13 +78,17 @@ class Stats:
             self._calls += count.calls
             if longest is not None and longest[1] > self._length:
                 self._longest, self._length = longest, longest[1]
-            if count.followups:
-                self._followed += len(count.followups)
-                self._recovered += sum(count.followups)
-            for reminder in count.reminders:
-                self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
-            if count.escalation is not None:
-                self._escalations[count.escalation.tool, count.escalation.detector] += 1
+            if count.followups or count.reminders or count.escalation is not None:
+                self._add_found(count, delivered)
+
+    def _add_found(self, count: Count, delivered: bool) -> None:
+        followups = count.followups
+        self._followed += len(followups)
+        self._recovered += sum(followups)
+        for reminder in count.reminders:
+            self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
+        if count.escalation is not None:
+            self._escalations[count.escalation.tool, count.escalation.detector] += 1
 
     def snapshot(self) -> StatsSnapshot:
         """The totals so far, as plain data."""

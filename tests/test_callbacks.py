@@ -7,6 +7,7 @@ import asyncio
 import logging
 import threading
 import uuid
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,6 +26,7 @@ from repeat_reminder_langchain import (
     ReminderConfig,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
+    RepeatToolReminderWarning,
 )
 
 from .conftest import build
@@ -564,3 +566,30 @@ def test_a_node_whose_run_is_outside_any_graph_counts_nothing() -> None:
     _, node, _ = _run_tree(guard)
     config: Any = {"callbacks": CallbackManager([guard], parent_run_id=node), "metadata": {}}
     assert guard.records.find({"messages": _reminded_turn()}, config) is None
+
+
+# -- wiring mistakes warn as Python warns -----------------------------------------------------
+
+
+def test_reminders_that_reach_no_model_warn_with_logging_set_above_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    guard = Handler()
+    graph = wired(scripted(repeat("probe", SAME, 3)), guard, "create_agent")
+    with caplog.at_level(logging.ERROR), pytest.warns(RepeatToolReminderWarning) as warned:
+        assert_adjacent(graph.invoke(ask(), {"callbacks": [guard]})["messages"])
+    assert [str(w.message) for w in warned if "reach no model" in str(w.message)] != []
+    assert undelivered_warnings(caplog) == []  # logging said nothing at ERROR
+
+
+def test_a_wiring_warning_made_an_error_fails_the_run_and_nothing_else_does() -> None:
+    guard = Handler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatToolReminderWarning)
+        graph = wired(scripted(repeat("probe", SAME, 3)), guard, "node_before_tools")
+        with pytest.raises(RepeatToolReminderWarning, match="before the results"):
+            graph.invoke(ask(), {"callbacks": [guard]})
+        graph = wired(scripted(repeat("probe", SAME, 3)), guard, "create_agent")
+        with pytest.raises(RepeatToolReminderWarning, match="reach no model"):
+            graph.invoke(ask(), {"callbacks": [guard]})
+    assert guard.raise_error is False  # asked once, for that error; no other error goes out
