@@ -112,3 +112,14 @@ def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
         "stored repeat reminder state is not valid (stored count must be a int, got "
         "'many'); starting over"
     ]
+
+
+def test_a_records_shape_is_checked_once_and_its_counts_every_time() -> None:
+    store = StateStore("field")
+    store.limit = 2
+    shapes: list[Record] = [{"count": 1}, {"turn": "t"}, {"tool": "a"}, {"key": "k", "count": 2}]
+    for record in shapes * 2:
+        assert store.read({"field": record}) == record
+        assert len(store._valid) <= 2
+    store.read({"field": {"count": 3}})
+    assert store.read({"field": {"count": -1}}) == {}  # a shape known valid, a count that is not
