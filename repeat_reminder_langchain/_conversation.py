@@ -6,7 +6,7 @@ turn with tool calls and on to the turn before it, so the cost does not grow wit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -17,20 +17,26 @@ from .reminder import tag_of
 __all__ = ["is_user_message", "read_messages", "read_state", "read_turn"]
 
 
-def is_user_message(message: object) -> bool:
+def is_user_message(message: object, not_user: Callable[[str], bool] | None = None) -> bool:
     """Whether `message` is the user speaking.
 
-    That is a human message that is neither one of the guard's reminders nor a summary
-    written by summarisation.
+    That is a human message that is neither one of the guard's reminders, nor a summary
+    written by summarisation, nor one whose text `not_user` says is not the user (a harness's
+    feedback).
     """
     if type(message) is not HumanMessage and not isinstance(message, HumanMessage):
         return False
     source = message.additional_kwargs.get("lc_source")
-    return source is None or (source != "summarization" and tag_of(message) is None)
+    if source is not None and (source == "summarization" or tag_of(message) is not None):
+        return False
+    return not_user is None or not not_user(message.text)
 
 
 def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame: every turn
-    messages: Sequence[BaseMessage], counted: str, end: int | None = None
+    messages: Sequence[BaseMessage],
+    counted: str,
+    end: int | None = None,
+    not_user: Callable[[str], bool] | None = None,
 ) -> Turn:
     """What happened in `messages[:end]` since the model turn `counted` was counted.
 
@@ -38,6 +44,7 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
     without an id has none; results still missing leave `waiting` set), unless it is
     `counted`. Between it and the turn before it, whether the user spoke and whether the model
     answered without a call; after it, whether the user spoke. `NOTHING` when nothing did.
+    `not_user` tells the user-role messages that are not the user (`is_user_message`).
     """
     index = (len(messages) if end is None else end) - 1
     stop = index + 1
@@ -51,7 +58,7 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
         if kind is AIMessage or isinstance(item, AIMessage):
             break
         if not spoke_after:
-            spoke_after = is_user_message(item)
+            spoke_after = is_user_message(item, not_user)
         index -= 1
     else:
         return Turn(spoke_after=True) if spoke_after else NOTHING
@@ -101,7 +108,7 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
                 break
             answered = answered or tag_of(item) is None
         elif not spoke_before:
-            spoke_before = is_user_message(item)
+            spoke_before = is_user_message(item, not_user)
         if spoke_before and answered:
             break  # all there is to know
     return _make(Turn, (turn, tuple(calls), answered, spoke_before, spoke_after, waiting))

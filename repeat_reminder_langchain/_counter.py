@@ -247,6 +247,14 @@ class _Memory:
 
 Observer = Callable[[CallTrace], object]
 
+
+def _text_test(not_user: str | Callable[[str], bool] | None) -> Callable[[str], bool] | None:
+    """`ReminderConfig.not_user` as a test of a message's text."""
+    if isinstance(not_user, str):
+        return re.compile(not_user).search  # type: ignore[return-value]
+    return not_user
+
+
 # A named tuple built without its Python-level constructor: this runs on every turn.
 _make = tuple.__new__
 
@@ -265,6 +273,7 @@ class Counter:
     __slots__ = (
         "_blocking",
         "_errors",
+        "_kept",
         "_limit",
         "_pattern",
         "_preview",
@@ -272,6 +281,7 @@ class Counter:
         "_rules",
         "_stale",
         "config",
+        "not_user",
     )
 
     def __init__(self, config: ReminderConfig) -> None:
@@ -287,6 +297,9 @@ class Counter:
         self._blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
+        failure = ("failing", "error", "failures", "variants") if self._errors is not None else ()
+        self._kept = ("turn", "system", *failure)  # what a new user message leaves in place
+        self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
         """`ReminderConfig.rules`, resolved once per tool and policy."""
@@ -300,13 +313,12 @@ class Counter:
         return rules
 
     def reset(self, record: Record) -> Record:
-        """The record after a new user message: no streak, but the turn stays counted."""
-        kept: Record = {}
-        if "turn" in record:
-            kept["turn"] = record["turn"]
-        if record.get("system"):
-            kept["system"] = True
-        return kept
+        """The record after a new user message: no run of calls, nothing stale.
+
+        The turn stays counted, and a failure streak goes on: a call that fails the same way
+        after every user message is still a loop.
+        """
+        return {name: record[name] for name in self._kept if name in record}  # type: ignore[literal-required,return-value]
 
     def count(  # noqa: PLR0912, PLR0915 - one frame for the loop that runs for every call
         self,
@@ -450,14 +462,17 @@ class Counter:
         """Run the opt-in detectors on a call; the error text it failed with, or ""."""
         if call.result is None:
             return ""  # a call whose result is unknown tells them nothing
-        error = "" if self._errors is None else self._failure(memory, call, key, counts)
-        if self._stale is not None:
+        text = result_text(call.result)
+        error = "" if self._errors is None else self._failure(memory, call, text, key, counts)
+        # An empty result is no evidence that nothing changed (a write says nothing).
+        if self._stale is not None and text.strip():
             counts["stale"] = self._unchanged(memory, call.tool, key, outcome)
         return error
 
-    def _failure(self, memory: _Memory, call: Call, key: str, counts: dict[Detector, int]) -> str:
+    def _failure(
+        self, memory: _Memory, call: Call, text: str, key: str, counts: dict[Detector, int]
+    ) -> str:
         """Count the call's failure streak; the error text, or "" when it did not fail."""
-        text = result_text(call.result)
         pattern = self._pattern
         if not (call.error or (pattern is not None and pattern.search(text) is not None)):
             memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []

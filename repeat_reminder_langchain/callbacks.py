@@ -269,7 +269,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         if key is None:
             return
         record = self.records.read(key)
-        turn = read_turn(messages[0], record.get("turn", ""))
+        turn = read_turn(messages[0], record.get("turn", ""), not_user=self.counter.not_user)
         if turn is NOTHING:
             return  # most model calls: the node counted the turn already
         counted = self.counter.count(record, turn, self.tool_policies, sees=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 from pydantic import (
@@ -56,6 +56,7 @@ class ReminderFields(TypedDict, total=False):
     stale_thresholds: Sequence[int]
     same_error_thresholds: Sequence[int]
     error_pattern: str | None
+    not_user: str | Callable[[str], bool] | None
     escalate_after: int | None
     exit_behavior: ExitBehavior
 
@@ -123,6 +124,10 @@ class ReminderConfig(BaseModel):
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
         error_pattern: A regular expression; a tool result whose text it matches (searched)
             is a failure, as is every result with `status="error"`. None: status only.
+        not_user: The user-role messages that are not the user speaking (a harness's
+            feedback, a format-error notice): a regular expression searched in the message's
+            text, or a function of the text that says so. They reset nothing. None: every
+            user-role message but the guard's own and summaries is the user.
         escalate_after: None (the default: advise only), or a count greater than every
             threshold of the detectors in use, at which the guard stops the loop instead of
             reminding, as `exit_behavior` says.
@@ -158,6 +163,7 @@ class ReminderConfig(BaseModel):
     stale_thresholds: Sequence[int] = (3,)
     same_error_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
+    not_user: str | Callable[[str], bool] | None = None
     escalate_after: int | None = None
     exit_behavior: ExitBehavior = "end"
 
@@ -247,6 +253,24 @@ class ReminderConfig(BaseModel):
         except re.error as error:
             raise ValueError(f"invalid regular expression {value!r}: {error}") from None
         return value
+
+    @field_validator("not_user", mode="before")
+    @classmethod
+    def _check_not_user(cls, value: Any) -> str | Callable[[str], bool] | None:
+        if value is None or callable(value):
+            return value  # type: ignore[no-any-return]
+        if not isinstance(value, str) or not value:
+            raise ValueError(
+                "must be a regular expression, a function of a message's text, or None, "
+                f"got {value!r}"
+            )
+        return cls._check_error_pattern(value)
+
+    @field_serializer("not_user")
+    def _dump_not_user(self, value: str | Callable[[str], bool] | None) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        return f"<function {getattr(value, '__qualname__', repr(value))}>"
 
     @field_validator("escalate_after", mode="before")
     @classmethod

@@ -127,7 +127,8 @@ class RepeatToolReminderNode:
                 self._warn_outside()
                 return {}
             record = self._records.read(where)
-            turn = read_turn(read_messages(state, self.messages_key), record.get("turn", ""))
+            messages = read_messages(state, self.messages_key)
+            turn = read_turn(messages, record.get("turn", ""), not_user=self._counter.not_user)
             if turn is NOTHING:
                 return {}
             if turn.waiting:

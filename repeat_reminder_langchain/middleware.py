@@ -118,6 +118,7 @@ class RepeatToolReminderMiddleware(
         self.tool_policies = ToolPolicies()
         self._counter = Counter(self.config)
         self._store = StateStore(SOURCE, self._name)
+        self._not_user = self._counter.not_user
         self._sees = self.config.mode == "remind"  # whether the model sees the reminders
         self._blocks = (
             self._sees and self.config.escalate_after is not None
@@ -223,7 +224,7 @@ class RepeatToolReminderMiddleware(
     def _count(self, state: Any) -> Count | None:
         """The count of what happened since this instance's last; None when nothing did."""
         record = self._store.read(state)
-        turn = read_turn(state["messages"], record.get("turn", ""))
+        turn = read_turn(state["messages"], record.get("turn", ""), not_user=self._not_user)
         if turn is NOTHING and not self._converts(record):
             return None
         return self._counter.count(record, turn, self.tool_policies, sees=self._sees)
@@ -304,7 +305,8 @@ class RepeatToolReminderMiddleware(
         try:
             state = request.state
             record = self._store.read(state)
-            turn = read_turn(state.get("messages", ()), record.get("turn", ""))
+            messages = state.get("messages", ())
+            turn = read_turn(messages, record.get("turn", ""), not_user=self._not_user)
             call_id = request.tool_call.get("id") or ""
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:

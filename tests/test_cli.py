@@ -87,6 +87,7 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["demo", "--thresholds", "1,3"], "error: --thresholds: invalid threshold 1 — every"),
         (["demo", "--detect", "repeat,loops"], "error: --detect: unknown detector 'loops'"),
         (["demo", "--error-pattern", "("], "error: --error-pattern: invalid regular expression"),
+        (["demo", "--not-user", "("], "error: --not-user: invalid regular expression"),
         (
             ["demo", "--escalate-after", "5"],
             "error: --escalate-after: must be greater than every threshold of the repeat "
@@ -135,7 +136,7 @@ def test_every_guard_option_reaches_the_config(
     argv += ["--ignore-arguments", "job_status=more", "--progress", "result"]
     argv += ["--detect", "all", "--stale-thresholds", "4", "--same-error-thresholds", "2,6"]
     argv += ["--error-pattern", "^Error", "--arguments-preview-chars", "40"]
-    argv += ["--escalate-after", "7", "--exit-behavior", "block"]
+    argv += ["--escalate-after", "7", "--exit-behavior", "block", "--not-user", "EXACTLY ONE"]
 
     assert settings(capsys, argv) == {
         "thresholds": [2, 4],
@@ -151,6 +152,7 @@ def test_every_guard_option_reaches_the_config(
         "stale_thresholds": [4],
         "same_error_thresholds": [2, 6],
         "error_pattern": "^Error",
+        "not_user": "EXACTLY ONE",
         "escalate_after": 7,
         "exit_behavior": "block",
     }

@@ -186,9 +186,26 @@ def test_the_ignored_arguments_read_as_a_mapping_and_dump_as_json() -> None:
         ({"detect": []}, "detect: must be a non-empty list of detector names"),
         ({"error_pattern": ""}, "error_pattern: must be a non-empty regular expression or None"),
         ({"error_pattern": 3}, "error_pattern: must be a non-empty regular expression or None"),
+        ({"not_user": 3}, "not_user: must be a regular expression, a function of a message"),
+        ({"not_user": ""}, "not_user: must be a regular expression, a function of a message"),
+        ({"not_user": "("}, "not_user: invalid regular expression"),
     ],
 )
 def test_detector_fields_fail_loud(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ReminderConfig(**fields)
     assert ReminderConfig(error_pattern=None).error_pattern is None
+
+
+def test_what_is_not_the_user_is_a_pattern_or_a_function_and_the_config_stays_a_value() -> None:
+    def harness(text: str) -> bool:
+        return text.startswith("Please")
+
+    by_pattern = ReminderConfig(not_user="^Please")
+    by_function = ReminderConfig(not_user=harness)
+    assert by_pattern == ReminderConfig(not_user="^Please")
+    assert hash(by_function) == hash(ReminderConfig(not_user=harness))
+    assert by_pattern.model_dump(mode="json")["not_user"] == "^Please"
+    dumped = by_function.model_dump(mode="json")["not_user"]
+    assert dumped.startswith("<function ") and "harness" in dumped
+    assert ReminderConfig().model_dump(mode="json")["not_user"] is None

@@ -54,7 +54,7 @@ def counted(
 ) -> Count:
     """A face's count: the conversation read, then counted."""
     record = record or {}
-    read = read_turn(messages, record.get("turn", ""), end)
+    read = read_turn(messages, record.get("turn", ""), end, Counter(config).not_user)
     observe = None if trace is None else trace.append
     return Counter(config).count(record, read, policies, sees=sees, observe=observe)
 
@@ -529,3 +529,18 @@ def test_a_call_the_guard_does_not_count_is_never_predicted_to_escalate(
     assert predict(record, [pending], f"c{target}", config, policies) is None
     if tools[1:2] == ["probe"]:  # the call before it does escalate
         assert predict(record, [pending], "c1", config, policies) is not None
+
+
+def test_a_user_role_message_the_configuration_says_is_not_the_user_resets_nothing() -> None:
+    feedback = HumanMessage("Please always provide EXACTLY ONE action.")
+    harness = ReminderConfig(thresholds=[2], not_user="EXACTLY ONE")
+    record: Record = {"turn": "#0:a", "tool": "probe", "key": _digest({}), "count": 1}
+    messages = [turn(call("probe", None, "a")), result("a"), feedback]
+    messages += [turn(call("probe", None, "b")), result("b")]
+    assert kept(messages, record)["count"] == 1  # the user spoke: counting starts over
+    assert kept(messages, record, config=harness)["count"] == 2
+    by_function = ReminderConfig(thresholds=[2], not_user=lambda text: "EXACTLY" in text)
+    assert kept(messages, record, config=by_function)["count"] == 2
+    assert is_user_message(HumanMessage("hello"), Counter(harness).not_user)
+    assert not is_user_message(feedback, Counter(harness).not_user)
+    assert not is_user_message(feedback, Counter(by_function).not_user)

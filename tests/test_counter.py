@@ -113,7 +113,8 @@ def test_reset_clears_the_record_but_keeps_the_turn_and_what_is_stored() -> None
     counted = count({"system": True}, "t", [c(result="x", error=True)] * 2, config)
     assert counted.record is not None
     assert counted.record["reminded"] and counted.record["seen"] and counted.record["failing"]
-    assert Counter(config).reset(counted.record) == {"turn": "t", "system": True}
+    plain = ReminderConfig(thresholds=[2], detect=["repeat", "stale"])
+    assert Counter(plain).reset(counted.record) == {"turn": "t", "system": True}
     assert Counter(config).reset({"turn": "t", "count": 3}) == {"turn": "t"}
 
 
@@ -375,3 +376,27 @@ def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -
     assert read_record(MappingProxyType({"count": 2})) == {"count": 2}
     with pytest.raises(RecordError, match=r"^a stored record must be a mapping, got list$"):
         read_record(["tool", "probe"])
+
+
+def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_starts_over() -> None:
+    config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
+    failing = [c("a", result="Error: no", error=True)] * 2
+    record = count({}, "t", failing, config).record
+    assert record is not None
+    assert Counter(config).reset(record) == {
+        "turn": "t",
+        "failing": "probe",
+        "error": record["error"],
+        "failures": 2,
+        "variants": record["variants"],
+    }
+    spoke = Counter(config).count(
+        record, Turn("u", (c("b", result="Error: no", error=True),), spoke_before=True)
+    )
+    assert [(r.detector, r.count) for r in spoke.reminders] == [("same_error", 3)]
+
+
+@pytest.mark.parametrize("empty", ["", "  \n", [{"type": "text", "text": " "}]])
+def test_an_empty_result_is_no_evidence_that_nothing_changed(empty: Any) -> None:
+    assert play([[c(result=empty)], [c(tool="other")], [c(result=empty)]], STALE)[1] == []
+    assert play([[c(result="r")], [c(tool="other")], [c(result="r")]], STALE)[1] != []

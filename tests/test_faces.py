@@ -159,3 +159,22 @@ def test_state_faces_keep_their_counts_out_of_input_and_output(face: str, thread
     assert "repeat_tool_reminder" not in agent.graph.get_input_jsonschema()["properties"]
     assert "repeat_tool_reminder" not in agent.graph.get_output_jsonschema()["properties"]
     assert _count_field(agent, agent.state(thread)) == 2  # the forged 99 was not taken
+
+
+def test_a_harness_message_that_is_not_the_user_resets_nothing(guarded: Make, thread: str) -> None:
+    # The harness answers a malformed reply with a user-role notice while the agent loops;
+    # told it is not the user, the guard counts on through it. The user's own words still reset.
+    feedback = "Please always provide EXACTLY ONE action."
+    agent = guarded(
+        scripted(repeat("probe", SAME, 6)), checkpointer=InMemorySaver(), not_user="EXACTLY ONE"
+    )
+    pause = ["model" if agent.face == "middleware" else "agent"]
+    config = agent.run_config(thread)
+    agent.graph.invoke(ask(), config, interrupt_before=pause)
+    for model_calls in range(1, 8):
+        if model_calls in (2, 4):
+            agent.graph.update_state(config, {"messages": [HumanMessage(feedback)]})
+        agent.graph.invoke(None, config, interrupt_before=pause)
+    messages = agent.state(thread)["messages"]
+
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]

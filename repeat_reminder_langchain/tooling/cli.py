@@ -189,6 +189,12 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
         help="a result whose text this matches is a failure (besides status=error)",
     )
     add(
+        "--not-user",
+        metavar="REGEX",
+        help="user-role messages whose text this matches are not the user (a harness's "
+        "feedback): they reset nothing",
+    )
+    add(
         "--arguments-preview-chars",
         type=_count(1),
         metavar="N",
@@ -293,7 +299,8 @@ def _parser() -> argparse.ArgumentParser:
 
 _FIELDS = (
     "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
-    "stale_thresholds", "same_error_thresholds", "error_pattern", "arguments_preview_chars",
+    "stale_thresholds", "same_error_thresholds", "error_pattern", "not_user",
+    "arguments_preview_chars",
     "escalate_after", "exit_behavior", "message_type", "mode",
 )  # fmt: skip
 

@@ -80,7 +80,7 @@ def replay(
     record: Record = {}
     looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
     for number, end in enumerate((*looks[1:], len(messages))):
-        turn = read_turn(messages, record.get("turn", ""), end)
+        turn = read_turn(messages, record.get("turn", ""), end, counter.not_user)
         trace: list[CallTrace] = []
         counted = counter.count(record, turn, policies, observe=trace.append)
         if turn.id and not turn.waiting:
