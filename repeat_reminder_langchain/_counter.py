@@ -271,7 +271,6 @@ class Counter:
     """
 
     __slots__ = (
-        "_blocking",
         "_errors",
         "_kept",
         "_limit",
@@ -280,6 +279,7 @@ class Counter:
         "_repeat",
         "_rules",
         "_stale",
+        "blocking",
         "config",
         "not_user",
     )
@@ -294,7 +294,7 @@ class Counter:
         pattern = config.error_pattern
         self._pattern = None if pattern is None else re.compile(pattern)
         self._limit = config.escalate_after
-        self._blocking = self._limit is not None and config.exit_behavior == "block"
+        self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         failure = ("failing", "error", "failures", "variants") if self._errors is not None else ()
@@ -556,7 +556,7 @@ class Counter:
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
             # and after. It is refused before it runs, when only the repeat count is known: a
             # stale or failure count depends on a result, so those detectors keep reminding.
-            if self._blocking:
+            if self.blocking:
                 if detector != "repeat" or number < limit:
                     continue
             elif number != limit:

@@ -120,9 +120,7 @@ class RepeatToolReminderMiddleware(
         self._store = StateStore(SOURCE, self._name)
         self._not_user = self._counter.not_user
         self._sees = self.config.mode == "remind"  # whether the model sees the reminders
-        self._blocks = (
-            self._sees and self.config.escalate_after is not None
-        ) and self.config.exit_behavior == "block"
+        self._blocks = self._sees and self._counter.blocking
         # The chat model and the tools seen last, and whether that model takes a system
         # message mid-conversation: reminders are stored in the form it takes.
         self._model: object = None
