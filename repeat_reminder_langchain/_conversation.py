@@ -72,7 +72,8 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
         return Turn(spoke_after=True) if spoke_after else NOTHING
     # The results after the turn, by call id, in the order they came.
     results: dict[str, list[ToolMessage]] = {}
-    for answer in messages[index + 1 : stop]:
+    for position in range(index + 1, stop):
+        answer = messages[position]
         if type(answer) is ToolMessage or isinstance(answer, ToolMessage):
             found = results.get(answer.tool_call_id)
             if found is None:
@@ -111,7 +112,7 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
             spoke_before = is_user_message(item, not_user)
         if spoke_before and answered:
             break  # all there is to know
-    return _make(Turn, (turn, tuple(calls), answered, spoke_before, spoke_after, waiting))
+    return _make(Turn, (turn, calls, answered, spoke_before, spoke_after, waiting))
 
 
 # Named tuples built without their Python-level constructor: this runs on every turn.

@@ -73,7 +73,7 @@ class Turn(NamedTuple):
     """
 
     id: str = ""
-    calls: tuple[Call, ...] = ()
+    calls: Sequence[Call] = ()
     answered: bool = False
     spoke_before: bool = False
     spoke_after: bool = False
@@ -345,9 +345,9 @@ class Counter:
             observe: Called with each tracked call's counts, when given.
         """
         reminded = record.get("reminded", False)
-        followups: list[bool] = []
+        followups: Sequence[bool] = ()
         if turn.answered and reminded:
-            followups.append(True)
+            followups = [True]
             reminded = False
             record = {**record, "reminded": False}
         if turn.waiting or not turn.id:
@@ -366,7 +366,8 @@ class Counter:
             None if self._errors is None and stale is None else _Memory(record, stale is not None)
         )
         due = not turn.spoke_after  # the user spoke after the calls: nothing they drew is due
-        reminders: list[Reminder] = []
+        # Most turns draw nothing and follow nothing up: no list is made for them.
+        reminders: Sequence[Reminder] = ()
         escalation: Escalation | None = None
         tracked = 0
         longest: tuple[str, int] | None = None
@@ -380,7 +381,7 @@ class Counter:
             new_key = digest(text)
             same = name == tool and new_key == key
             if reminded:
-                followups.append(not same)
+                followups = [*followups, not same]
             outcome = ""
             if call.result is not None and (rules.result_aware or stale is not None):
                 outcome = _result_digest(call.result)
@@ -394,32 +395,36 @@ class Counter:
             tool, key = name, new_key
             if longest is None or run > longest[1]:
                 longest = (name, run)
-            # What each detector in use counted, in the order they take precedence.
-            counts: dict[Detector, int] = {"repeat": run} if self._repeat else {}
-            error = "" if memory is None else self._detect(memory, call, new_key, outcome, counts)
             reminder = stopped = None
-            # Nothing is due below the first threshold unless another detector or a limit
-            # may call for something: most calls under the defaults stop here.
-            if due and (memory is not None or limit is not None or run >= rules.thresholds[0]):
-                if limit is not None:
-                    stopped = self._escalation(counts, call, text, new_key, position)
-                    escalation = escalation or stopped
-                if stopped is None:
-                    reminder = self._reminder(
-                        counts,
-                        rules,
-                        call,
-                        text,
-                        key=new_key,
-                        position=position,
-                        error=error,
-                        memory=memory,
-                    )
-                    if reminder is not None:
-                        reminders.append(reminder)
+            # Nothing is due below the first threshold unless another detector or a limit may
+            # call for something: most calls under the defaults need nothing more.
+            wanted = memory is not None or limit is not None or run >= rules.thresholds[0]
+            if wanted or observe is not None:
+                # What each detector in use counted, in the order they take precedence.
+                counts: dict[Detector, int] = {"repeat": run} if self._repeat else {}
+                error = (
+                    "" if memory is None else self._detect(memory, call, new_key, outcome, counts)
+                )
+                if due and wanted:
+                    if limit is not None:
+                        stopped = self._escalation(counts, call, text, new_key, position)
+                        escalation = escalation or stopped
+                    if stopped is None:
+                        reminder = self._reminder(
+                            counts,
+                            rules,
+                            call,
+                            text,
+                            key=new_key,
+                            position=position,
+                            error=error,
+                            memory=memory,
+                        )
+                        if reminder is not None:
+                            reminders = [*reminders, reminder]
+                if observe is not None:
+                    observe(CallTrace(position, call, run, counts, reminder, stopped))
             reminded = sees and reminder is not None
-            if observe is not None:
-                observe(CallTrace(position, call, run, counts, reminder, stopped))
         new: Record = {
             **record,
             "turn": turn.id,

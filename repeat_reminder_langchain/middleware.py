@@ -278,7 +278,7 @@ class RepeatToolReminderMiddleware(
                 self._keeps_system = keeps_system_messages(request.model)
             if request.tools is not self._tools:
                 self._tools = request.tools
-                for tool in request.tools:
+                for tool in request.tools or ():
                     self.tool_policies.learn(
                         getattr(tool, "name", None), getattr(tool, "metadata", None)
                     )

@@ -107,7 +107,7 @@ def test_a_turn_is_not_complete_until_every_call_has_its_result(ids: list[str]) 
     found = latest(messages)
     assert (found.id, found.waiting) == (f"#1:{chr(31).join(ids)}", True)
     assert [c.result for c in found.calls] == [None, *("ok" for _ in ids[1:])]
-    assert counted(messages) == Count(None, followups=[])
+    assert counted(messages) == Count(None)
 
 
 REFUSED = blocked_result(Escalation("probe", 3, "repeat", "{}", "block"), "x")
@@ -423,7 +423,7 @@ def test_a_model_that_answers_after_a_reminder_it_saw_has_recovered() -> None:
     assert tally.followups == [True] and tally.record == {**record, "reminded": False}
     # The guard's own final message is not the model answering.
     escalation = Escalation("probe", 9, "repeat", "{}", "end")
-    assert counted([escalation_message(escalation)], record) == Count(None, followups=[])
+    assert counted([escalation_message(escalation)], record) == Count(None)
 
 
 def test_the_guards_own_final_message_is_not_the_model_stopping() -> None:

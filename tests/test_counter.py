@@ -133,7 +133,7 @@ def test_followups_say_whether_the_model_changed_course_after_a_reminder_it_saw(
     assert count(seen, "u", [c()], config).followups == [False]
     unseen = count({}, "t", [c(), c()], config, sees=False).record
     assert unseen is not None and not unseen["reminded"]
-    assert count(unseen, "u", [c()], config).followups == []
+    assert list(count(unseen, "u", [c()], config).followups) == []
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -364,7 +364,7 @@ def test_a_stale_entry_that_does_not_read_result_times_is_a_call_not_seen(entry:
     record = play([[c(result="r")]], STALE)[0]
     (call,) = record["seen"]
     kept = count({**record, "seen": {call: entry}}, "t2", [c(result="r")], STALE)
-    assert kept.reminders == []  # one time, not two
+    assert list(kept.reminders) == []  # one time, not two
     assert kept.record is not None and kept.record["seen"][call].endswith(":1")
     again = count(record, "t2", [c(result="r")], STALE)
     assert [r.count for r in again.reminders] == [2]
