@@ -78,7 +78,7 @@ class AgentRecords:
         run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
         if run is None:
             return None
-        return agent_key(run.root, run.path, run_config.get("metadata"))
+        return _agent_key(run.root, run.path, run_config.get("metadata"))
 
     def read(self, key: AgentKey) -> Record:
         """The agent's record (empty before its first count)."""
@@ -113,7 +113,7 @@ class AgentRecords:
                 self._agents.pop(agent, None)
 
 
-def agent_key(
+def _agent_key(
     root: int, path: tuple[str, ...], metadata: Mapping[str, Any] | None
 ) -> AgentKey | None:
     """The agent of a run: its conversation, its graph namespace, the tool calls around it."""
@@ -265,7 +265,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None or not messages:
             return
-        key = agent_key(*parent.child_lineage(), metadata)
+        key = _agent_key(*parent.child_lineage(), metadata)
         if key is None:
             return
         record = self.records.read(key)
