@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from repeat_reminder_langchain import ConfigError, ReminderConfig
+from repeat_reminder_langchain import ConfigError, ReminderConfig, ReminderFields
 from repeat_reminder_langchain.config import resolve_config
 
 
@@ -209,3 +209,9 @@ def test_what_is_not_the_user_is_a_pattern_or_a_function_and_the_config_stays_a_
     dumped = by_function.model_dump(mode="json")["not_user"]
     assert dumped.startswith("<function ") and "harness" in dumped
     assert ReminderConfig().model_dump(mode="json")["not_user"] is None
+
+
+def test_the_faces_keywords_are_exactly_the_configurations_fields() -> None:
+    # The handler, node and middleware type their **fields with ReminderFields: a field added
+    # to one and not the other would be refused, or untyped, at the call site.
+    assert set(ReminderFields.__annotations__) == set(ReminderConfig.model_fields)
