@@ -44,9 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--exclude", type=_names, default=(), metavar="TOOL,...", help="tools not counted"
     )
     parser.add_argument(
-        "--ignore-user",
+        "--not-user",
         metavar="REGEX",
-        help="drop user messages matching it before the replay, so they do not reset counts",
+        help="user-role messages matching it are not the user (a harness's feedback): "
+        "they reset nothing, as the guard's not_user",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         same_error_thresholds=args.same_error_thresholds,
         error_pattern=args.error_pattern or None,
         exclude=args.exclude,
-        ignore_user=args.ignore_user,
+        not_user=args.not_user,
     )
     reports = []
     for path in args.paths:
@@ -74,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports.append(report)
         if not args.json:
             print(text(report))
-            # The labels were read under their own settings, with every user message kept.
-            print(table(path, None if args.ignore_user else report.conversations))
+            # The labels are scored under their own settings, whatever the command's.
+            print(table(path, report.conversations))
             print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
         if args.show:
             firings = [(f, r) for r in report.replays[args.show] for f in r.firings()]

@@ -45,7 +45,7 @@ class FileReport:
 
 def evaluate(path: str, settings: Settings) -> FileReport:
     """Run every detector over the file at `path` (one `replay` per configuration)."""
-    conversations = load(path, settings.ignore_user)
+    conversations = load(path)
     replays: dict[str, list[Replay]] = {}
     outcomes: dict[str, Outcome] = {}
     for detector in ALONE:

@@ -35,7 +35,7 @@ from repeat_reminder_langchain.reminder import Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 
 from .evaluate import ALONE
-from .run import ERROR_PATTERN, Replay, Settings, load, replay_all
+from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all
 from .scan import SHAPES, scan
 
 __all__ = [
@@ -61,10 +61,13 @@ LABELS = Path(__file__).parent / "labels"
 
 SETTINGS: dict[str, Settings] = {
     "defaults": Settings(),
-    "recommended": Settings(error_pattern=ERROR_PATTERN, exclude=BOOKKEEPING_TOOLS),
+    "recommended": Settings(
+        error_pattern=ERROR_PATTERN, exclude=BOOKKEEPING_TOOLS, not_user=NOT_USER
+    ),
 }
 """The settings labelled: the guard's defaults, and the README's recommended configuration
-(bookkeeping tools excluded, an `error_pattern`, here the evaluation's for both corpora)."""
+(bookkeeping tools excluded, an `error_pattern` and a `not_user` pattern, here the evaluation's
+for both corpora's harnesses)."""
 
 THRESHOLDS = (2, 3, 4)
 """Each detector alone is run at each of these, as its only threshold."""
@@ -304,4 +307,4 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
 def _describe(settings: Settings) -> str:
     if settings == Settings():
         return "the guard's defaults"
-    return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN"
+    return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, not_user=NOT_USER"

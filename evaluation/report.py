@@ -34,7 +34,7 @@ def text(report: FileReport) -> str:
         f"   stale_thresholds={settings.stale_thresholds} "
         f"same_error_thresholds={settings.same_error_thresholds} "
         f"error_pattern={settings.error_pattern!r} exclude={settings.exclude}"
-        + (f" ignore_user={settings.ignore_user!r}" if settings.ignore_user else ""),
+        + (f" not_user={settings.not_user!r}" if settings.not_user else ""),
         "",
         f"   {'detector':<16}{'firings':>8}{'convs':>7}  tools",
     ]
@@ -89,7 +89,7 @@ def as_json(report: FileReport) -> dict[str, Any]:
             "same_error_thresholds": list(settings.same_error_thresholds),
             "error_pattern": settings.error_pattern,
             "exclude": list(settings.exclude),
-            "ignore_user": settings.ignore_user,
+            "not_user": settings.not_user,
         },
         "conversations": len(report.conversations),
         "calls": report.calls,

@@ -6,12 +6,9 @@ the guard does at run time, so the evaluation measures the guard and not a copy 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-
-from langchain_core.messages import HumanMessage
+from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.reminder import Detector
@@ -57,17 +54,16 @@ class Settings:
         same_error_thresholds: The `same_error` detector's thresholds.
         error_pattern: The `error_pattern` that tells a failed call by its text.
         exclude: Tools left out of counting, as the guard's `exclude`.
-        ignore_user: A regular expression: user messages whose text it matches are dropped
-            before the replay, so that they do not reset the counts. For a harness that
-            answers a malformed reply with a user message (mini-swe-agent's format errors),
-            to see what the guard would count where that feedback came another way.
+        not_user: The guard's `not_user`: a regular expression for the user-role messages
+            that are not the user (a harness's feedback, such as mini-swe-agent's format
+            errors), so that they reset nothing.
     """
 
     stale_thresholds: tuple[int, ...] = (3,)
     same_error_thresholds: tuple[int, ...] = (3,)
     error_pattern: str | None = None
     exclude: tuple[str, ...] = ()
-    ignore_user: str | None = None
+    not_user: str | None = None
 
     def config(self, detect: Sequence[Detector], **fields: object) -> ReminderConfig:
         """The guard's configuration with `detect` in use, other fields as overridden."""
@@ -77,6 +73,7 @@ class Settings:
             "same_error_thresholds": self.same_error_thresholds,
             "error_pattern": self.error_pattern,
             "exclude": self.exclude,
+            "not_user": self.not_user,
         }
         return ReminderConfig(**{**base, **fields})
 
@@ -169,29 +166,9 @@ class Sweep:
     conversations: int
 
 
-def load(path: str, ignore_user: str | None = None) -> list[Conversation]:
-    """Every conversation of one file, numbered from 0 within it.
-
-    With `ignore_user`, the user messages whose text it matches are left out.
-    """
-    conversations = list(LogReader().read([path]))
-    if ignore_user is None:
-        return conversations
-    pattern = re.compile(ignore_user)
-    kept = []
-    for conversation in conversations:
-        keep = [
-            not (isinstance(m, HumanMessage) and pattern.search(m.text) is not None)
-            for m in conversation.messages
-        ]
-        kept.append(
-            replace(
-                conversation,
-                messages=[m for m, k in zip(conversation.messages, keep, strict=True) if k],
-                positions=tuple(p for p, k in zip(conversation.positions, keep, strict=True) if k),
-            )
-        )
-    return kept
+def load(path: str) -> list[Conversation]:
+    """Every conversation of one file, numbered from 0 within it."""
+    return list(LogReader().read([path]))
 
 
 def replay_all(conversations: Iterable[Conversation], config: ReminderConfig) -> list[Replay]:
@@ -228,3 +205,7 @@ every such answer has the same text, so different searches would look like one e
 
 ERROR_PATTERN = f"{TAU_BENCH_ERRORS}|{SHELL_ERRORS}"
 """The evaluation's default `error_pattern`: either of the above."""
+
+NOT_USER = r"\APlease always provide EXACTLY ONE action"
+"""mini-swe-agent's answer to a reply with no command or several, sent as a user message: the
+harness speaking, not the user (the evaluation's `not_user` for the recommended settings)."""

@@ -84,16 +84,14 @@ class StateStore:
     """Records kept in graph state, under `key` (and, for middleware instances, by `name`).
 
     Every instance writes only its own entry: the middleware's field merges the entries
-    written in one step. A record is checked when read; a record of the same fields and
-    types as one found valid before needs no more than its counts checked.
+    written in one step. A record is checked when read, unless it equals the one this store
+    wrote last (the usual case: the record of the turn before).
     """
-
-    limit = 64  # shapes of valid records remembered: a few per configuration
 
     def __init__(self, key: str, name: str | None = None) -> None:
         self.key = key
         self.name = name
-        self._valid: set[tuple[tuple[str, ...], tuple[type, ...]]] = set()
+        self._written: Record | None = None
         self._warned = False
 
     def read(self, state: Any) -> Record:
@@ -103,12 +101,10 @@ class StateStore:
             data = data.get(self.name) if isinstance(data, (dict, Mapping)) else None
         if not data:
             return {}
-        if type(data) is dict:
-            shape = (tuple(data), tuple(map(type, data.values())))
-            if shape in self._valid and data.get("count", 0) >= 0:
-                return data  # type: ignore[return-value]
+        if type(data) is dict and data == self._written:
+            return data  # type: ignore[return-value]
         try:
-            record = read_record(data)
+            return read_record(data)
         except RecordError as error:
             if not self._warned:
                 self._warned = True
@@ -116,13 +112,10 @@ class StateStore:
                     "stored repeat reminder state is not valid (%s); starting over", error
                 )
             return {}
-        if len(self._valid) >= self.limit:
-            self._valid.clear()
-        self._valid.add((tuple(record), tuple(map(type, record.values()))))
-        return record
 
     def write(self, record: Record) -> dict[str, Any]:
         """The state update that keeps `record`."""
+        self._written = record
         if self.name is None:
             return {self.key: record}
         return {self.key: {self.name: record}}

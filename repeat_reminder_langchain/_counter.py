@@ -507,6 +507,12 @@ class Counter:
             last, _, number = before.partition(":")
             if last == result and number.isdigit():
                 times = int(number) + 1
+        if times > 1:
+            # A result other calls return too ("Updated 1 path from the index", a shell's
+            # empty output) acknowledges a command: it is no evidence that nothing changed.
+            prefix = result + ":"
+            if any(type(entry) is str and entry.startswith(prefix) for entry in seen.values()):
+                times = 1
         seen[call] = f"{result}:{times}"
         if len(seen) > STALE_MEMORY:
             del seen[next(iter(seen))]

@@ -166,11 +166,11 @@ def test_stale_counts_the_same_result_of_the_same_call_whatever_comes_between() 
 
 def test_stale_needs_a_result_and_forgets_the_least_recent_call_first() -> None:
     assert play([[c()], [c()]], STALE)[1] == []  # no result known: nothing to compare
-    calls = [[c(args={"n": n}, result="r")] for n in range(STALE_MEMORY + 1)]
+    calls = [[c(args={"n": n}, result=f"r{n}")] for n in range(STALE_MEMORY + 1)]
     record, _ = play(calls, STALE)
     assert len(record["seen"]) == STALE_MEMORY
-    _, forgotten = play([*calls, [c(args={"n": 0}, result="r")]], STALE)
-    _, remembered = play([*calls, [c(args={"n": 1}, result="r")]], STALE)
+    _, forgotten = play([*calls, [c(args={"n": 0}, result="r0")]], STALE)
+    _, remembered = play([*calls, [c(args={"n": 1}, result="r1")]], STALE)
     assert forgotten == [] and remembered == [("stale", "gentle", "probe", 2)]
 
 
@@ -400,3 +400,19 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
 def test_an_empty_result_is_no_evidence_that_nothing_changed(empty: Any) -> None:
     assert play([[c(result=empty)], [c(tool="other")], [c(result=empty)]], STALE)[1] == []
     assert play([[c(result="r")], [c(tool="other")], [c(result="r")]], STALE)[1] != []
+
+
+def test_a_result_other_calls_return_too_is_no_evidence_that_nothing_changed() -> None:
+    # A checkout answers every file alike: checking out `a` again after `b` may well matter.
+    done = "Updated 1 path from the index"
+    a, b = c(args={"f": "a"}, result=done), c(args={"f": "b"}, result=done)
+    assert play([[a], [b], [a], [a]], STALE)[1] == []
+    # Another call with a result of its own leaves the count alone.
+    b = c(args={"f": "b"}, result="other text")
+    assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
+    # A stored entry that is not text is no such evidence either.
+    record: Record = {"seen": {"x": 1}}  # type: ignore[dict-item]
+    counted = Counter(STALE).count(record, Turn("t1", (a,)))
+    assert counted.record is not None
+    counted = Counter(STALE).count(counted.record, Turn("t2", (a,)))
+    assert [(r.detector, r.count) for r in counted.reminders] == [("stale", 2)]

@@ -18,7 +18,7 @@ from evaluation.__main__ import main
 from evaluation.edits import Edits
 from evaluation.evaluate import FileReport, evaluate
 from evaluation.reruns import WRITE_TOOLS
-from evaluation.run import ERROR_PATTERN, SHELL_ERRORS, Settings, load
+from evaluation.run import ERROR_PATTERN, NOT_USER, SHELL_ERRORS, Settings, load
 
 DATA = Path(__file__).parent / "data"
 SHELL = str(DATA / "corpus_excerpt.jsonl")
@@ -150,9 +150,9 @@ def test_write_tools_are_told_by_name() -> None:
     assert not any(WRITE_TOOLS.fullmatch(name) for name in reads)
 
 
-def test_ignored_user_messages_do_not_reset_the_counts(tmp_path: Path) -> None:
+def test_harness_feedback_as_user_messages_resets_nothing_with_not_user(tmp_path: Path) -> None:
     # A harness's feedback as a user message between two identical reads resets `stale`;
-    # with `ignore_user` it is dropped and the reads count on.
+    # with `not_user` it is not the user, and the reads count on.
     def read(n: int) -> list[AIMessage | ToolMessage]:
         call = {"name": "bash", "args": {"command": "cat f"}, "id": f"c{n}"}
         return [AIMessage("", tool_calls=[call]), ToolMessage("same", tool_call_id=f"c{n}")]
@@ -163,9 +163,9 @@ def test_ignored_user_messages_do_not_reset_the_counts(tmp_path: Path) -> None:
     path.write_text(json.dumps(messages_to_dict(messages)) + "\n")
     plain = evaluate(str(path), Settings())
     assert firings(plain, "stale") == []
-    ignoring = Settings(ignore_user="EXACTLY ONE action")
-    assert firings(evaluate(str(path), ignoring), "stale") == [(0, 2, 3, "stale")]
-    assert len(load(str(path), ignoring.ignore_user)[0].messages) == len(messages) - 1
+    harness = Settings(not_user=NOT_USER)
+    assert firings(evaluate(str(path), harness), "stale") == [(0, 2, 3, "stale")]
+    assert len(load(str(path))[0].messages) == len(messages)  # nothing is left out
 
 
 def test_the_command_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
