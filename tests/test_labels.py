@@ -21,6 +21,8 @@ from evaluation.labels import (
     LOOP_LABELS,
     SETTINGS,
     THRESHOLDS,
+    Fires,
+    FlagKey,
     Labels,
     flags,
     labels_path,
@@ -33,6 +35,7 @@ from evaluation.run import load, replay_all
 from evaluation.scan import SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import Call
+from repeat_reminder_langchain.tooling.logs import Conversation
 from repeat_reminder_langchain.tooling.transcript import Replayed
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -223,17 +226,72 @@ def test_missing_corpus_files_are_one_line_and_exit_2(
         assert source in err
 
 
-@pytest.mark.skipif(
+needs_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the development corpus is not at {CORPUS} (not in the repository)"
 )
+
+
+@pytest.fixture(scope="module")
+def raised() -> dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]:
+    """Per labels file, its corpus file's conversations and every flag raised on them."""
+    found = {}
+    for path in FILES:
+        corpus = CORPUS / path.name.replace(".labels.jsonl", ".jsonl")
+        if not corpus.exists():
+            corpus = corpus.with_suffix(".json")
+        conversations = load(str(corpus))
+        found[path.name] = (conversations, flags(conversations))
+    return found
+
+
+@needs_corpus
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
-def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(path: Path) -> None:
-    corpus = CORPUS / path.name.replace(".labels.jsonl", ".jsonl")
-    if not corpus.exists():
-        corpus = corpus.with_suffix(".json")
-    conversations = load(str(corpus))
+def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(
+    path: Path, raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]
+) -> None:
+    conversations, flagged = raised[path.name]
     labels = read_labels(path)
-    raised = flags(conversations)
-    assert sorted(set(raised) - set(labels.flags)) == []
+    assert sorted(set(flagged) - set(labels.flags)) == []
     found = loops(replay_all(conversations, ReminderConfig()))
     assert sorted(set(found) - set(labels.loops)) == []
+
+
+# At the default threshold, 3: per detector and setting, (flags, genuine, loops found, loops),
+# as the README's "What they find on real conversations" gives them.
+FIGURES = {
+    "mini_swe_gemini3pro.dev.labels.jsonl": {
+        ("repeat", "defaults"): (0, 0, 0, 8),
+        ("stale", "defaults"): (5, 2, 2, 8),
+        ("same_error", "defaults"): (0, 0, 0, 8),
+        ("any", "defaults"): (5, 2, 2, 8),
+        ("repeat", "recommended"): (0, 0, 0, 8),
+        ("stale", "recommended"): (14, 6, 6, 8),
+        ("same_error", "recommended"): (0, 0, 0, 8),
+        ("any", "recommended"): (14, 6, 6, 8),
+    },
+    "tau_bench_gpt4o_airline.dev.labels.jsonl": {
+        ("repeat", "defaults"): (0, 0, 0, 1),
+        ("stale", "defaults"): (1, 1, 1, 1),
+        ("same_error", "defaults"): (0, 0, 0, 1),
+        ("any", "defaults"): (1, 1, 1, 1),
+        ("repeat", "recommended"): (1, 1, 1, 1),
+        ("stale", "recommended"): (1, 1, 1, 1),
+        ("same_error", "recommended"): (1, 1, 1, 1),
+        ("any", "recommended"): (1, 1, 1, 1),
+    },
+}
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
+def test_precision_and_recall_are_the_figures_the_readme_gives(
+    path: Path, raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]
+) -> None:
+    rows = score(raised[path.name][1], read_labels(path))
+    measured = {
+        (row.detector, row.setting): (row.flags, row.genuine, row.found, row.loops)
+        for row in rows
+        if row.threshold == 3
+    }
+    assert measured == FIGURES[path.name]
+    assert all(row.unlabelled == 0 for row in rows)
