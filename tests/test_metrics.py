@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gc
 import logging
+import re
+import runpy
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -375,3 +378,19 @@ def test_a_count_of_nothing_records_nothing(otel: Reader) -> None:
 
     assert otel.values(CALLS, "instance") == {("quiet",): 0}
     assert otel.values(REMINDERS, "tool", "delivered") == {("grep", True): 1}
+
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "metrics.md"
+
+
+def test_the_guides_example_prints_what_it_says(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.DOTALL)
+    (runnable,) = [block for block in blocks if not block.startswith("# Excerpt: ")]
+    script = tmp_path / "guide.py"
+    script.write_text(runnable, encoding="utf-8")
+    runpy.run_path(str(script), run_name="__main__")
+
+    promised = [line.removeprefix("# ") for line in runnable.splitlines() if line.startswith("# ")]
+    assert capsys.readouterr().out.splitlines() == promised
