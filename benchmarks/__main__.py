@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 
-from . import audit, canonicalization, hooks, memory, overhead, scaling
+from . import audit, canonicalization, hooks, memory, metrics, overhead, scaling
 from .fixtures import hooks_of
 from .measure import Row
 from .report import load, machine, table, write_json
@@ -23,6 +23,7 @@ def _sections(quick: bool) -> dict[str, Callable[[], list[Row]]]:
     return {
         "overhead": lambda: overhead.run(rounds),
         "hooks": lambda: hooks.run(3 if quick else 15),
+        "metrics": lambda: metrics.run(3 if quick else 15),
         "step": lambda: scaling.run(rounds),
         "canonicalize": lambda: canonicalization.run(rounds),
         "memory": (lambda: memory.run(100, 1_000)) if quick else memory.run,
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["overhead", "hooks", "step", "canonicalize", "memory", "audit"],
+        choices=["overhead", "hooks", "metrics", "step", "canonicalize", "memory", "audit"],
         help="run only this section (repeatable)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON")

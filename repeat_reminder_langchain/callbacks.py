@@ -18,7 +18,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -30,9 +30,13 @@ from ._conversation import read_turn
 from ._counter import NOTHING, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report, warn_wiring
+from .metrics import instance_name, metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME
 from .stats import Stats
+
+if TYPE_CHECKING:
+    from .metrics import MeterProviderOption
 
 __all__ = ["AgentRecords", "RepeatToolReminderCallbackHandler"]
 
@@ -143,6 +147,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
 
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
+        meter_provider: Where its OpenTelemetry metrics go: a `MeterProvider`, None (the
+            default) for the global one when opentelemetry-api is installed, False for none.
         **fields: `ReminderConfig` fields.
 
     Example:
@@ -161,7 +167,11 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     max_runs: int = 100_000
 
     def __init__(
-        self, config: ReminderConfig | None = None, **fields: Unpack[ReminderFields]
+        self,
+        config: ReminderConfig | None = None,
+        *,
+        meter_provider: MeterProviderOption = None,
+        **fields: Unpack[ReminderFields],
     ) -> None:
         self.config = resolve_config(config, fields)
         refuse_block(self.config)
@@ -171,7 +181,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self.records = AgentRecords(self._runs, limit=10_000)
         self._warned_undelivered = False
         self._loud = False
-        self.stats = Stats()
+        name = instance_name(type(self).__name__, self.config)
+        self.stats = Stats(metrics_for(meter_provider, name))
         self.tool_policies = ToolPolicies()
 
     @property

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal, NotRequired, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -17,9 +17,13 @@ from ._counter import NOTHING, Counter, Record
 from .callbacks import RepeatToolReminderCallbackHandler, refuse_block
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report, thread_of, warn_wiring
+from .metrics import instance_name, metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, tag_of
 from .stats import Stats
+
+if TYPE_CHECKING:
+    from .metrics import MeterProviderOption
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 
@@ -70,6 +74,9 @@ class RepeatToolReminderNode:
         state_key: The state key holding the counts, when there is no handler.
         tools: The graph's tools, whose metadata may declare their own policy (with a
             handler, the handler reads it as the tools run).
+        meter_provider: Where its OpenTelemetry metrics go, when there is no handler (the
+            handler has its own): a `MeterProvider`, None (the default) for the global one
+            when opentelemetry-api is installed, False for none.
         **fields: `ReminderConfig` fields, when there is no handler.
 
     Example:
@@ -91,6 +98,7 @@ class RepeatToolReminderNode:
         messages_key: str = "messages",
         state_key: str = SOURCE,
         tools: Sequence[Any] = (),
+        meter_provider: MeterProviderOption = None,
         **fields: Unpack[ReminderFields],
     ) -> None:
         if handler is not None and not isinstance(handler, RepeatToolReminderCallbackHandler):
@@ -98,7 +106,7 @@ class RepeatToolReminderNode:
                 "RepeatToolReminderNode takes a RepeatToolReminderCallbackHandler or none, got "
                 f"{type(handler).__name__}"
             )
-        if handler is not None and (config is not None or fields):
+        if handler is not None and (config is not None or fields or meter_provider is not None):
             raise TypeError("the handler has its own configuration; pass it there")
         self.handler = handler
         self.messages_key = messages_key
@@ -109,7 +117,9 @@ class RepeatToolReminderNode:
             self.tool_policies, self._counter = handler.tool_policies, handler.counter
             self._records = handler.records
         else:
-            self.config, self.stats = resolve_config(config, fields), Stats()
+            self.config = resolve_config(config, fields)
+            name = instance_name(type(self).__name__, self.config)
+            self.stats = Stats(metrics_for(meter_provider, name))
             self.tool_policies, self._counter = ToolPolicies(), Counter(self.config)
             self._records = _InState(state_key, messages_key)
             refuse_block(self.config)

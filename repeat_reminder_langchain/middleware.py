@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Annotated, Any, Literal, NotRequired, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -28,9 +28,13 @@ from ._counter import NOTHING, Count, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import areport, current_run_config, report, thread_of
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
+from .metrics import metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, is_reminder
 from .stats import Stats
+
+if TYPE_CHECKING:
+    from .metrics import MeterProviderOption
 
 __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 
@@ -82,6 +86,8 @@ class RepeatToolReminderMiddleware(
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
         name: The instance's name (default: the class name, with `include`/`exclude`).
+        meter_provider: Where its OpenTelemetry metrics go: a `MeterProvider`, None (the
+            default) for the global one when opentelemetry-api is installed, False for none.
         **fields: `ReminderConfig` fields.
 
     Example:
@@ -107,6 +113,7 @@ class RepeatToolReminderMiddleware(
         config: ReminderConfig | None = None,
         *,
         name: str | None = None,
+        meter_provider: MeterProviderOption = None,
         **fields: Unpack[ReminderFields],
     ) -> None:
         super().__init__()
@@ -114,7 +121,7 @@ class RepeatToolReminderMiddleware(
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty string, got {name!r}")
         self._name = name or _default_name(self.config)
-        self.stats = Stats()
+        self.stats = Stats(metrics_for(meter_provider, self._name))
         self.tool_policies = ToolPolicies()
         self._counter = Counter(self.config)
         self._store = StateStore(SOURCE, self._name)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ._counter import Count
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 __all__ = ["Stats", "StatsSnapshot"]
 
@@ -55,12 +58,16 @@ def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str
 class Stats:
     """What a guard counted, since it was built. Safe to share between threads.
 
+    `metrics`, when given, records every count as OpenTelemetry metrics too (see
+    `repeat_reminder_langchain.metrics`).
+
     Example:
         >>> Stats().snapshot()["recovery_rate"] is None
         True
     """
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self.metrics = metrics
         self._lock = threading.Lock()
         self._calls = 0
         # (detector, tool, level, delivered)
@@ -80,6 +87,8 @@ class Stats:
                 self._longest, self._length = longest, longest[1]
             if count.followups or count.reminders or count.escalation is not None:
                 self._add_found(count, delivered)
+        if self.metrics is not None:
+            self.metrics.record(count, delivered)
 
     def _add_found(self, count: Count, delivered: bool) -> None:
         followups = count.followups

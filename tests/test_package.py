@@ -125,6 +125,7 @@ def test_each_extra_pulls_only_what_it_is_for() -> None:
     assert _expanded("plot", extras) == {"matplotlib"}
     assert _expanded("audit", extras) == {"ijson"}
     assert _expanded("providers", extras) == {"langchain-openai", "langchain-anthropic"}
+    assert _expanded("otel", extras) == {"opentelemetry-api"}
     notebooks = _expanded("notebooks", extras)
     assert {"ipykernel", "nbclient", "nbformat"} <= notebooks
     assert "matplotlib" in notebooks  # the quickstart draws plot_timeline
@@ -179,6 +180,7 @@ def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
     built = next(SdistBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"]))
     with tarfile.open(built) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
-    # What the package tests read beside the code (the README, the Makefile, the CI script).
-    assert {".ci/run", "README.md", "Makefile", "pyproject.toml"} <= names
+    # What the package tests read beside the code (the README, the Makefile, the CI script,
+    # the metrics guide).
+    assert {".ci/run", "README.md", "Makefile", "pyproject.toml", "docs/guides/metrics.md"} <= names
     assert "tests/test_package.py" in names

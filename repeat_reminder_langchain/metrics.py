@@ -1,0 +1,266 @@
+"""OpenTelemetry metrics: what each guard counts, as counters and a histogram.
+
+With `opentelemetry-api` installed, every guard records, per instance:
+
+* `repeat_tool_reminder.calls` (`{call}`): tracked tool calls counted;
+* `repeat_tool_reminder.reminders` (`{reminder}`): reminders due, by tool, level, detector
+  and whether the model saw them;
+* `repeat_tool_reminder.escalations` (`{escalation}`): loops stopped (or, unacted, that would
+  have been), by tool, detector and exit behavior;
+* `repeat_tool_reminder.streak` (`{call}`, a histogram): the count each reminder was due at.
+
+Every point carries `repeat_tool_reminder.instance`, the guard's name. Instruments come from
+the meter `repeat_reminder_langchain` of the global meter provider, or of the one a face is
+given as `meter_provider=`; `meter_provider=False` records nothing. Without an SDK installed
+and set up, the global provider is OpenTelemetry's no-op: nothing is kept or sent.
+
+A guard's `Stats` passes each count on (`Stats.add`), so metrics and `stats.snapshot()` always
+agree. Nothing here fails a run: an error of the metrics SDK is logged and dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import threading
+import weakref
+from collections.abc import Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from . import __version__
+from ._counter import Count
+from .config import ReminderConfig
+from .reminder import LOGGER_NAME
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+
+__all__ = [
+    "CALLS",
+    "ESCALATIONS",
+    "METER_NAME",
+    "REMINDERS",
+    "STREAK",
+    "MeterProviderOption",
+    "Metrics",
+    "instance_name",
+    "metrics_for",
+]
+
+logger = logging.getLogger(LOGGER_NAME)
+
+METER_NAME = "repeat_reminder_langchain"
+REMINDERS = "repeat_tool_reminder.reminders"
+ESCALATIONS = "repeat_tool_reminder.escalations"
+CALLS = "repeat_tool_reminder.calls"
+STREAK = "repeat_tool_reminder.streak"
+
+INSTANCE = "repeat_tool_reminder.instance"
+TOOL = "repeat_tool_reminder.tool"
+LEVEL = "repeat_tool_reminder.level"
+DETECTOR = "repeat_tool_reminder.detector"
+DELIVERED = "repeat_tool_reminder.delivered"
+BEHAVIOR = "repeat_tool_reminder.behavior"
+ACTED = "repeat_tool_reminder.acted"
+
+# Streaks are small integers: the default thresholds are 3, 5 and 8, and `repeat_every`
+# goes on from there. OpenTelemetry's default buckets (0, 5, 10, 25, ...) would put most of
+# them in two buckets.
+STREAK_BUCKETS = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 13.0, 16.0, 20.0, 30.0, 50.0, 100.0)
+
+MeterProviderOption: TypeAlias = "MeterProvider | Literal[False] | None"
+"""What a face's `meter_provider=` takes: a provider, None for the global one, False for none."""
+
+
+@functools.cache
+def _api() -> ModuleType | None:
+    """`opentelemetry.metrics`, or None when opentelemetry-api is not installed."""
+    try:
+        return importlib.import_module("opentelemetry.metrics")
+    except ImportError:
+        return None
+
+
+class _Instruments:
+    """The instruments of one meter, shared by every guard recording there.
+
+    Counted calls are added up here, per instance, and observed when the SDK collects: a
+    synchronous counter would cost a measurement on every turn, this costs an addition.
+    The totals live as long as the meter provider, so that a guard built per request leaves
+    a counter that only grows.
+    """
+
+    def __init__(self, meter: Meter, api: ModuleType) -> None:
+        self._observation: type[Observation] = api.Observation
+        self.reminders = meter.create_counter(
+            REMINDERS, unit="{reminder}", description="Reminders due, delivered or not."
+        )
+        self.escalations = meter.create_counter(
+            ESCALATIONS,
+            unit="{escalation}",
+            description="Loops the guard stopped, or would have stopped (acted=false).",
+        )
+        self.streak = meter.create_histogram(
+            STREAK,
+            unit="{call}",
+            description="The count a detector had reached when a reminder was due.",
+            explicit_bucket_boundaries_advisory=STREAK_BUCKETS,
+        )
+        self._lock = threading.Lock()
+        self._calls: dict[str, int] = {}
+        meter.create_observable_counter(
+            CALLS,
+            callbacks=[self._observe_calls],
+            unit="{call}",
+            description="Tracked tool calls counted.",
+        )
+
+    def start(self, instance: str) -> None:
+        """Report `instance`'s calls from now on, from 0 until it counts one."""
+        with self._lock:
+            self._calls.setdefault(instance, 0)
+
+    def add_calls(self, instance: str, calls: int) -> None:
+        with self._lock:
+            self._calls[instance] += calls
+
+    def _observe_calls(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            totals = list(self._calls.items())
+        return [self._observation(calls, {INSTANCE: instance}) for instance, calls in totals]
+
+
+class _Registry:
+    """The instruments of each meter provider, made once per provider.
+
+    Once per provider because an SDK keeps the first callbacks of an observable instrument
+    and ignores those of a second one of the same name. For the same reason the global
+    provider has one set whatever it is now: instruments made on it before an SDK provider
+    was set forward to that provider once it is.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_provider: dict[int, _Instruments] = {}
+        self._global: _Instruments | None = None
+
+    def instruments(self, api: ModuleType, provider: MeterProvider | None) -> _Instruments:
+        with self._lock:
+            current = api.get_meter_provider()
+            if provider is None or provider is current:
+                if self._global is None:
+                    self._global = self._of(api, current)
+                return self._global
+            return self._of(api, provider)
+
+    def _of(self, api: ModuleType, provider: MeterProvider) -> _Instruments:
+        key = id(provider)
+        found = self._by_provider.get(key)
+        if found is None:
+            found = _Instruments(provider.get_meter(METER_NAME, __version__), api)
+            self._by_provider[key] = found
+            # Keyed by identity (a provider need not be hashable), forgotten with it.
+            weakref.finalize(provider, self._by_provider.pop, key, None)
+        return found
+
+
+_REGISTRY = _Registry()
+
+
+class Metrics:
+    """Records one guard's counts on its meter's instruments; never raises.
+
+    Attributes:
+        instance: The guard's name, the `repeat_tool_reminder.instance` of every point.
+    """
+
+    __slots__ = ("_failed", "_instruments", "instance")
+
+    def __init__(self, instruments: _Instruments, instance: str) -> None:
+        self._instruments = instruments
+        self.instance = instance
+        self._failed = False
+        instruments.start(instance)
+
+    def record(self, count: Count, delivered: bool) -> None:
+        """Record what one turn's count found; `delivered`: whether the model saw its reminders."""
+        try:
+            if count.calls:
+                self._instruments.add_calls(self.instance, count.calls)
+            if count.reminders or count.escalation is not None:
+                self._record_found(count, delivered)
+        except Exception:
+            # Said once at WARNING: a broken exporter would otherwise say it every turn.
+            level = logging.DEBUG if self._failed else logging.WARNING
+            self._failed = True
+            logger.log(level, "repeat reminder metrics not recorded", exc_info=True)
+
+    def _record_found(self, count: Count, delivered: bool) -> None:
+        instruments = self._instruments
+        for reminder in count.reminders:
+            where: dict[str, Any] = {
+                INSTANCE: self.instance,
+                TOOL: reminder.tool,
+                DETECTOR: reminder.detector,
+            }
+            instruments.streak.record(reminder.count, where)
+            instruments.reminders.add(1, {**where, LEVEL: reminder.level, DELIVERED: delivered})
+        escalation = count.escalation
+        if escalation is not None:
+            instruments.escalations.add(
+                1,
+                {
+                    INSTANCE: self.instance,
+                    TOOL: escalation.tool,
+                    DETECTOR: escalation.detector,
+                    BEHAVIOR: escalation.behavior,
+                    ACTED: delivered,
+                },
+            )
+
+
+def metrics_for(meter_provider: MeterProviderOption, instance: str) -> Metrics | None:
+    """The recorder of a guard named `instance`; None when it records nothing.
+
+    `meter_provider`: an OpenTelemetry `MeterProvider`; None for the global one (recording
+    only when opentelemetry-api is installed); False for no metrics.
+
+    Raises:
+        TypeError: `meter_provider` is none of these, or is a provider while opentelemetry-api
+            is not installed.
+
+    """
+    if meter_provider is False:
+        return None
+    api = _api()
+    if api is None:
+        if meter_provider is None:
+            return None
+        raise TypeError(
+            "meter_provider needs opentelemetry-api: pip install "
+            f"'repeat-reminder-langchain[otel]' (got {type(meter_provider).__name__})"
+        )
+    if meter_provider is not None and not isinstance(meter_provider, api.MeterProvider):
+        raise TypeError(
+            "meter_provider must be an opentelemetry MeterProvider, None (the global one) or "
+            f"False (no metrics), got {meter_provider!r}"
+        )
+    return Metrics(_REGISTRY.instruments(api, meter_provider), instance)
+
+
+def instance_name(face: str, config: ReminderConfig) -> str:
+    """The default name of a guard: its face, with `include`/`exclude` when they are set.
+
+    Example:
+        >>> instance_name("RepeatToolReminderNode", ReminderConfig(exclude=["todo_*"]))
+        'RepeatToolReminderNode[exclude=todo_*]'
+
+    """
+    scope = []
+    if config.include:
+        scope.append("include=" + ",".join(config.include))
+    if config.exclude:
+        scope.append("exclude=" + ",".join(config.exclude))
+    return f"{face}[{'; '.join(scope)}]" if scope else face
