@@ -102,9 +102,11 @@ evaluate: $(READY)
 # either killed by a test or listed in tests/mutation-equivalent.txt with the reason it cannot
 # change behaviour. Fails below 94% or on an unexplained survivor. Takes an hour or more on two
 # cores.
+# Each mutant's process may take at most 4 GiB of data (ulimit -d, in KiB): a mutant that
+# grows a list without end dies of MemoryError, a killed mutant, instead of taking the machine.
 mutate: $(READY)
 	rm -rf mutants
-	$(BIN)/mutmut run --max-children 2
+	ulimit -d 4194304 && $(BIN)/mutmut run --max-children 2
 	$(BIN)/python scripts/mutation_report.py
 
 notebooks: $(READY)
