@@ -10,7 +10,7 @@ that each round's figures are taken side by side:
 * `Stats.add` of a turn's count, where the metrics are recorded: the difference, which the
   whole hook's noise hides;
 * for scale, one SDK `Counter.add`: what recording each turn's calls on a synchronous
-  counter would cost (the guard adds them up and lets the SDK observe the total instead).
+  counter would cost (the SDK observes the count the guard's stats keep instead).
 """
 
 from __future__ import annotations

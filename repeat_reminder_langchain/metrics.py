@@ -25,6 +25,7 @@ import importlib
 import logging
 import threading
 import weakref
+from collections import deque
 from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -33,6 +34,7 @@ from . import __version__
 from ._counter import Count
 from .config import ReminderConfig
 from .reminder import LOGGER_NAME
+from .stats import Tally
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
@@ -86,10 +88,11 @@ def _api() -> ModuleType | None:
 class _Instruments:
     """The instruments of one meter, shared by every guard recording there.
 
-    Counted calls are added up here, per instance, and observed when the SDK collects: a
-    synchronous counter would cost a measurement on every turn, this costs an addition.
-    The totals live as long as the meter provider, so that a guard built per request leaves
-    a counter that only grows.
+    Counted calls are read from each guard's tally when the SDK collects: a synchronous
+    counter would cost a measurement on every turn, this costs nothing more than the stats'
+    own addition. The totals live as long as the meter provider: when a guard goes, its
+    calls are kept in its instance's total, so that a guard built per request leaves a
+    counter that only grows.
     """
 
     def __init__(self, meter: Meter, api: ModuleType) -> None:
@@ -109,7 +112,9 @@ class _Instruments:
             explicit_bucket_boundaries_advisory=STREAK_BUCKETS,
         )
         self._lock = threading.Lock()
-        self._calls: dict[str, int] = {}
+        self._live: dict[int, tuple[str, Tally]] = {}  # by the tally's id
+        self._retired: dict[str, int] = {}  # calls of the guards gone, by instance
+        self._gone: deque[int] = deque()
         meter.create_observable_counter(
             CALLS,
             callbacks=[self._observe_calls],
@@ -117,19 +122,30 @@ class _Instruments:
             description="Tracked tool calls counted.",
         )
 
-    def start(self, instance: str) -> None:
-        """Report `instance`'s calls from now on, from 0 until it counts one."""
+    def follow(self, instance: str, owner: object, tally: Tally) -> None:
+        """Report `tally` as `instance`'s calls from now on, and after `owner` is gone."""
         with self._lock:
-            self._calls.setdefault(instance, 0)
+            self._settle()
+            self._retired.setdefault(instance, 0)
+            self._live[id(tally)] = (instance, tally)
+        # Appended without the lock: the owner may be collected while the lock is held.
+        weakref.finalize(owner, self._gone.append, id(tally))
 
-    def add_calls(self, instance: str, calls: int) -> None:
-        with self._lock:
-            self._calls[instance] += calls
+    def _settle(self) -> None:
+        """Move the calls of the guards gone into their instances' totals (lock held)."""
+        while self._gone:
+            instance, tally = self._live.pop(self._gone.popleft())
+            self._retired[instance] += tally.calls
 
     def _observe_calls(self, options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:
-            totals = list(self._calls.items())
-        return [self._observation(calls, {INSTANCE: instance}) for instance, calls in totals]
+            self._settle()
+            totals = dict(self._retired)
+            for instance, tally in self._live.values():
+                totals[instance] += tally.calls
+        return [
+            self._observation(calls, {INSTANCE: instance}) for instance, calls in totals.items()
+        ]
 
 
 class _Registry:
@@ -182,15 +198,15 @@ class Metrics:
         self._instruments = instruments
         self.instance = instance
         self._failed = False
-        instruments.start(instance)
+
+    def follow(self, owner: object, tally: Tally) -> None:
+        """Report the calls `tally` counts, for as long as the meter provider lives."""
+        self._instruments.follow(self.instance, owner, tally)
 
     def record(self, count: Count, delivered: bool) -> None:
-        """Record what one turn's count found; `delivered`: whether the model saw its reminders."""
+        """Record the reminders and escalation a count found; `delivered`: whether they acted."""
         try:
-            if count.calls:
-                self._instruments.add_calls(self.instance, count.calls)
-            if count.reminders or count.escalation is not None:
-                self._record_found(count, delivered)
+            self._record_found(count, delivered)
         except Exception:
             # Said once at WARNING: a broken exporter would otherwise say it every turn.
             level = logging.DEBUG if self._failed else logging.WARNING

@@ -12,7 +12,7 @@ from ._counter import Count
 if TYPE_CHECKING:
     from .metrics import Metrics
 
-__all__ = ["Stats", "StatsSnapshot"]
+__all__ = ["Stats", "StatsSnapshot", "Tally"]
 
 
 class StatsSnapshot(TypedDict):
@@ -55,11 +55,21 @@ def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str
     return found
 
 
+class Tally:
+    """The tracked calls one guard counted: kept apart so that its metrics can read it."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+
 class Stats:
     """What a guard counted, since it was built. Safe to share between threads.
 
     `metrics`, when given, records every count as OpenTelemetry metrics too (see
-    `repeat_reminder_langchain.metrics`).
+    `repeat_reminder_langchain.metrics`): the calls by reading the tally when collected, the
+    rest as it is found.
 
     Example:
         >>> Stats().snapshot()["recovery_rate"] is None
@@ -69,7 +79,7 @@ class Stats:
     def __init__(self, metrics: Metrics | None = None) -> None:
         self.metrics = metrics
         self._lock = threading.Lock()
-        self._calls = 0
+        self._tally = Tally()
         # (detector, tool, level, delivered)
         self._reminders: Counter[tuple[str, str, str, bool]] = Counter()
         self._escalations: Counter[tuple[str, str]] = Counter()
@@ -77,16 +87,19 @@ class Stats:
         self._length = 1  # of the longest run: a run of one is no streak
         self._followed = 0
         self._recovered = 0
+        if metrics is not None:
+            metrics.follow(self, self._tally)
 
     def add(self, count: Count, *, delivered: bool = False) -> None:
         """Add what one turn's count found; `delivered`: whether its reminders reached the model."""
         longest = count.longest
         with self._lock:
-            self._calls += count.calls
+            self._tally.calls += count.calls
             if longest is not None and longest[1] > self._length:
                 self._longest, self._length = longest, longest[1]
-            if count.followups or count.reminders or count.escalation is not None:
-                self._add_found(count, delivered)
+            if not (count.followups or count.reminders or count.escalation is not None):
+                return  # most turns
+            self._add_found(count, delivered)
         if self.metrics is not None:
             self.metrics.record(count, delivered)
 
@@ -107,7 +120,7 @@ class Stats:
                 slot = detectors.setdefault(detector, {"delivered": 0, "undelivered": 0})
                 slot["delivered" if delivered else "undelivered"] += number
             return {
-                "calls": self._calls,
+                "calls": self._tally.calls,
                 "reminders": _nested(
                     ((tool, level), n) for (_, tool, level, d), n in self._reminders.items() if d
                 ),

@@ -38,6 +38,7 @@ from repeat_reminder_langchain.metrics import (
     metrics_for,
 )
 from repeat_reminder_langchain.reminder import Reminder
+from repeat_reminder_langchain.stats import Stats
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, call, probe, repeat, scripted, turn
@@ -372,9 +373,10 @@ def test_a_failing_sdk_never_fails_the_run(
 def test_a_count_of_nothing_records_nothing(otel: Reader) -> None:
     recorder = metrics_for(otel.provider, "quiet")
     assert recorder is not None
-    recorder.record(Count(None), delivered=False)
+    stats = Stats(recorder)
+    stats.add(Count(None), delivered=False)
     reminder = Reminder("grep", 3, "gentle", "{}")
-    recorder.record(Count(None, [reminder]), delivered=True)
+    stats.add(Count(None, [reminder]), delivered=True)
 
     assert otel.values(CALLS, "instance") == {("quiet",): 0}
     assert otel.values(REMINDERS, "tool", "delivered") == {("grep", True): 1}
