@@ -145,7 +145,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         config: A `ReminderConfig`. Give either this or its fields, not both.
         **fields: `ReminderConfig` fields.
 
-    Example:
+    Examples:
         >>> guard = RepeatToolReminderCallbackHandler(thresholds=[3, 5, 8], exclude=["todo_*"])
         >>> guard.config.thresholds
         (3, 5, 8)
