@@ -63,8 +63,9 @@ SETTINGS: dict[str, Settings] = {
     "defaults": Settings(),
     "recommended": Settings(error_pattern=ERROR_PATTERN, exclude=BOOKKEEPING_TOOLS),
 }
-"""The settings labelled: the guard's defaults, and the README's recommended configuration
-(bookkeeping tools excluded, an `error_pattern`, here the evaluation's for both corpora)."""
+"""The settings labelled: the guard's defaults, and the recommended configuration of
+docs/guides/detectors.md (bookkeeping tools excluded, an `error_pattern`, here the evaluation's
+for both corpora)."""
 
 THRESHOLDS = (2, 3, 4)
 """Each detector alone is run at each of these, as its only threshold."""
