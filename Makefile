@@ -10,7 +10,7 @@ LOWEST := .venv-lowest
 LOWEST_READY := $(LOWEST)/.ready
 CORPUS ?= ../shared/corpus/*.json*
 
-.PHONY: demo test test-lowest lint bench evaluate mutate clean notebooks
+.PHONY: demo test test-lowest lint bench evaluate mutate clean notebooks docs
 
 # A venv belongs to the interpreter that built it. One whose python is not $(PYTHON)'s (another
 # version, another installation, or one that is gone) is out of date whatever its time stamps
@@ -88,7 +88,7 @@ test-lowest: $(LOWEST_READY)
 	REPEAT_REMINDER_PEERS=optional $(LOWEST)/bin/python -m pytest $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(LOWEST) .coverage .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST) site .coverage .pytest_cache .mypy_cache .ruff_cache
 
 bench: $(READY)
 	$(BIN)/python -m benchmarks $(ARGS)
@@ -111,3 +111,8 @@ mutate: $(READY)
 
 notebooks: $(READY)
 	REPEAT_REMINDER_SAVE_DOCS=1 $(BIN)/python notebooks/run.py
+
+# The documentation site, from docs/ and the docstrings (mkdocs.yml), into site/. Strict: a
+# broken link or a reference to nothing fails the build.
+docs: $(READY)
+	$(BIN)/mkdocs build --strict -d site

@@ -65,9 +65,9 @@ SETTINGS: dict[str, Settings] = {
         error_pattern=ERROR_PATTERN, exclude=BOOKKEEPING_TOOLS, not_user=NOT_USER
     ),
 }
-"""The settings labelled: the guard's defaults, and the README's recommended configuration
-(bookkeeping tools excluded, an `error_pattern` and a `not_user` pattern, here the evaluation's
-for both corpora's harnesses)."""
+"""The settings labelled: the guard's defaults, and the recommended configuration of
+docs/guides/detectors.md (bookkeeping tools excluded, an `error_pattern` and a `not_user`
+pattern, here the evaluation's for both corpora's harnesses)."""
 
 THRESHOLDS = (2, 3, 4)
 """Each detector alone is run at each of these, as its only threshold."""

@@ -151,7 +151,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             default) for the global one when opentelemetry-api is installed, False for none.
         **fields: `ReminderConfig` fields.
 
-    Example:
+    Examples:
         >>> guard = RepeatToolReminderCallbackHandler(thresholds=[3, 5, 8], exclude=["todo_*"])
         >>> guard.config.thresholds
         (3, 5, 8)

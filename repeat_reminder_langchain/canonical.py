@@ -76,7 +76,7 @@ def canonicalize(value: object) -> str:
     Returns:
         Compact JSON with sorted keys for JSON values; a stable rendering otherwise.
 
-    Example:
+    Examples:
         >>> canonicalize({"b": [1, 2.0], "a": {"y": None, "x": "é"}})
         '{"a":{"x":"é","y":null},"b":[1,2]}'
 

@@ -138,7 +138,7 @@ class ReminderConfig(BaseModel):
     A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.
 
-    Example:
+    Examples:
         >>> config = ReminderConfig(thresholds=[5, 2], exclude=["todo_*"])
         >>> config.thresholds
         (2, 5)

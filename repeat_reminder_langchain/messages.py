@@ -107,7 +107,7 @@ def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[Bas
     system prompt, and Gemini drops or hoists it; a user turn is accepted everywhere. Returns
     `messages` itself when nothing changes.
 
-    Example:
+    Examples:
         >>> from langchain_core.messages import HumanMessage
         >>> from repeat_reminder_langchain import Reminder
         >>> stored = [HumanMessage("go"), reminder_message(Reminder("ls", 3, "gentle", "{}"))]

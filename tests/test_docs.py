@@ -1,18 +1,29 @@
-"""The README's code runs as written and prints what it says; the demo does what the README says."""
+"""The documentation is true: its code runs and prints what it says, its commands run (or are
+listed with the reason they are not run here), its links lead somewhere, and the demo and the
+configuration errors are what it shows.
+
+The documentation is the README, CONTRIBUTING.md and every page under docs/. The site itself is
+built in tests/test_site.py, which needs the docs extra.
+"""
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import runpy
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+import repeat_reminder_langchain as package
 from repeat_reminder_langchain import (
     ConfigError,
     ReminderConfig,
@@ -21,35 +32,64 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+DOCS = ROOT / "docs"
+PAGES = [README, CONTRIBUTING, *sorted(DOCS.rglob("*.md"))]
+
+
+def text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 EXCERPT = "# Excerpt"  # how a block that does not run on its own says so, to the reader too
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+def blocks(path: Path, *languages: str) -> list[str]:
+    """The fenced blocks of `path` in one of `languages`, in order."""
+    return [body for language, body in FENCE.findall(text(path)) if language in languages]
 
 
-def runnable_blocks() -> list[str]:
-    return [block for block in python_blocks() if not block.lstrip().startswith(EXCERPT)]
+def python_blocks(path: Path) -> list[str]:
+    return blocks(path, "python")
+
+
+def runnable_blocks() -> dict[str, str]:
+    """Every Python block that runs on its own, each once, by where it first appears."""
+    found: dict[str, str] = {}
+    for path in PAGES:
+        for index, block in enumerate(python_blocks(path)):
+            if not block.lstrip().startswith(EXCERPT) and block not in found.values():
+                found[f"{name(path)}:{index}"] = block
+    return found
+
+
+RUNNABLE = runnable_blocks()
 
 
 def test_every_python_block_runs_or_says_it_is_an_excerpt() -> None:
-    blocks = python_blocks()
-    excerpts = [block for block in blocks if block.lstrip().startswith(EXCERPT)]
-    assert len(runnable_blocks()) >= 3, "the README lost its runnable examples"
-    for block in excerpts:  # an excerpt says what it needs, on its first line
-        first = block.lstrip().splitlines()[0]
-        assert first.startswith(f"{EXCERPT}: ") and len(first) > len(EXCERPT) + 10, first
+    # The README shows one runnable example per face.
+    assert len([b for b in python_blocks(README) if not b.startswith(EXCERPT)]) >= 3
+    for path in PAGES:
+        for block in python_blocks(path):
+            if block.lstrip().startswith(EXCERPT):  # an excerpt says what it needs, first
+                first = block.lstrip().splitlines()[0]
+                assert first.startswith(f"{EXCERPT}: "), (name(path), first)
+                assert len(first) > len(EXCERPT) + 10, (name(path), first)
 
 
-@pytest.mark.parametrize("index", range(len(runnable_blocks())))
+@pytest.mark.parametrize("where", sorted(RUNNABLE))
 def test_each_runnable_block_runs_and_prints_what_it_promises(
-    index: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    block = runnable_blocks()[index]
-    script = tmp_path / f"readme_{index}.py"
+    block = RUNNABLE[where]
+    script = tmp_path / "example.py"
     script.write_text(block, encoding="utf-8")
     runpy.run_path(str(script), run_name="__main__")
     promised = [line.removeprefix("# ") for line in block.splitlines() if line.startswith("# ")]
@@ -58,16 +98,17 @@ def test_each_runnable_block_runs_and_prints_what_it_promises(
     assert printed == promised[-len(printed) :]
 
 
-SERVER_EXAMPLE = README.parent / "examples" / "langgraph_server"
+SERVER_EXAMPLE = ROOT / "examples" / "langgraph_server"
+SERVER_GUIDE = DOCS / "guides" / "server.md"
 
 
 def test_the_server_wiring_shown_is_the_one_the_server_test_serves() -> None:
-    text = README.read_text(encoding="utf-8")
-    shown = re.findall(r"```json\n(.*?)```", text, re.DOTALL)
-    served = (SERVER_EXAMPLE / "langgraph.json").read_text(encoding="utf-8")
+    shown = blocks(SERVER_GUIDE, "json")
+    served = text(SERVER_EXAMPLE / "langgraph.json")
     assert json.loads(served) in [json.loads(block) for block in shown]
-    source = (SERVER_EXAMPLE / "agents.py").read_text(encoding="utf-8")
-    (excerpt,) = [b for b in python_blocks() if "examples/langgraph_server/agents.py" in b]
+    source = text(SERVER_EXAMPLE / "agents.py")
+    guide = python_blocks(SERVER_GUIDE)
+    (excerpt,) = [b for b in guide if "examples/langgraph_server/agents.py" in b]
     # What the excerpt imports, the example imports; every other statement is the example's own.
     assert _imports(excerpt) <= _imports(source)
     for node in ast.parse(excerpt).body:
@@ -92,12 +133,200 @@ def test_python_m_demo_runs_offline_from_a_fresh_interpreter() -> None:
         check=True,
         timeout=120,
     )
-    shown = re.search(r"```text\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
-    assert shown is not None, "the README lost the demo's transcript"
-    lines = [line for line in shown[1].splitlines() if line.strip() != "..."]
+    shown = blocks(README, "text")
+    assert shown, "the README lost the demo's transcript"
+    lines = [line for line in shown[0].splitlines() if line.strip() != "..."]
     assert len(lines) > 10
     printed = result.stdout.splitlines()
     assert [line for line in lines if line not in printed] == []  # the README shows what it prints
+
+
+# The shell commands of the documentation: every line of a ```bash, ```sh or ```console block
+# (`$ ` lines in a console block; the lines after one are its output), and every inline `make
+# ...`, `repeat-reminder ...`, `python -m ...` and `pip ...` of the text. Each is run by
+# test_each_command_runs_offline, in a scratch folder that sees the checkout's files, with this
+# interpreter's bin directory first on the PATH, unless it is listed here with the reason. A
+# command that is neither listed nor able to run offline here fails: the rule is that a command
+# the docs show either works as shown or says, here, why it is not run.
+NOT_RUN = {
+    # Installs: into the environment running the tests, or from an index.
+    "pip install .": "installs the checkout into the running environment",
+    "pip install '.[audit,plot]'": "installs the checkout into the running environment",
+    "pip wheel --no-deps -w dist .": "needs the build backend from the package index",
+    "pip install 'dist/repeat_reminder_langchain-*.whl'": "installs a wheel built by the above",
+    "python -m build": "needs the build package and the build backend from the package index",
+    "pip install repeat-reminder-langchain": "the package is not on an index yet: once released",
+    "pip install 'langgraph-cli[inmem]' .": "installs into the running environment",
+    # A server that runs until stopped: tests/test_langgraph_server.py starts it and drives it.
+    "cd examples/langgraph_server && LANGGRAPH_CLI_NO_ANALYTICS=1 langgraph dev --no-browser": (
+        "a server that runs until stopped; tests/test_langgraph_server.py serves the example"
+    ),
+    # The make targets that build a venv, run for long, or run this very suite.
+    "make test": "the whole suite, this test included (installs the dev extra)",
+    "make test-lowest": "builds .venv-lowest from the package index, then runs the suite",
+    "make lint": "installs the dev extra; ruff and mypy run in make test",
+    "make docs": "installs the dev extra; tests/test_site.py runs the same strict build",
+    "make bench": "the benchmarks take tens of minutes on two cores",
+    "make bench ARGS=--quick": "a smoke run of the benchmarks, still minutes on two cores",
+    "python -m benchmarks --only hooks": "one section of the benchmarks, minutes on two cores",
+    "make evaluate": "reads the development corpus, which lives outside the checkout",
+    "make evaluate 'CORPUS=a.json b.jsonl'": "a form: a.json and b.jsonl stand for your files",
+    "make mutate": "mutation testing of the core: hours on two cores",
+    "make notebooks": "re-executes and rewrites the notebooks; tests/test_notebooks.py runs them",
+    "make clean": "removes the venvs, this one included",
+    # Names of a command, in the text, not commands: each is shown with arguments elsewhere.
+    "python -m repeat_reminder_langchain": "the command's name, as the text says it",
+    "repeat-reminder audit": "the subcommand's name, as the text says it",
+    # Forms, whose capitals or paths stand for the reader's own files.
+    "repeat-reminder audit --not-user REGEX": "a form: REGEX stands for your pattern",
+    "repeat-reminder audit 'logs/*.jsonl' --fail-on detailed": "a form: logs stand for your logs",
+}
+
+
+@dataclass
+class Command:
+    """A shell command of the documentation, where it is shown, and the output it shows."""
+
+    line: str
+    where: list[str] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """The command as NOT_RUN spells it: each part quoted once, comments dropped."""
+        return " && ".join(shlex.join(shlex.split(part, comments=True)) for part in self.parts)
+
+    @property
+    def parts(self) -> list[str]:
+        return self.line.split(" && ")
+
+
+INLINE = re.compile(r"`((?:make|repeat-reminder|python -m|pip) [^`]+)`")
+
+
+def commands() -> dict[str, Command]:
+    """Every shell command of the documentation, by its key."""
+    found: dict[str, Command] = {}
+
+    def add(line: str, where: str, output: list[str] | None = None) -> None:
+        command = Command(" ".join(line.split()))
+        command = found.setdefault(command.key, command)
+        command.where.append(where)
+        if output:
+            command.output = output
+
+    for path in PAGES:
+        page = text(path)
+        for language, body in FENCE.findall(page):
+            if language == "console":
+                for chunk in re.split(r"^\$ ", body, flags=re.MULTILINE)[1:]:
+                    line, *output = chunk.splitlines()
+                    add(line, name(path), output)
+            elif language in ("bash", "sh"):
+                cd = ""
+                for line in body.splitlines():
+                    if not shlex.split(line, comments=True):
+                        continue
+                    if line.startswith("cd "):
+                        cd = f"{line.strip()} && "
+                    else:
+                        add(cd + line, name(path))
+        for span in INLINE.findall(FENCE.sub("", page)):
+            add(span, name(path))
+    return found
+
+
+COMMANDS = commands()
+
+
+def test_every_listed_command_is_still_shown() -> None:
+    assert sorted(set(NOT_RUN) - set(COMMANDS)) == []
+    assert len(set(COMMANDS) - set(NOT_RUN)) >= 10  # most of what the docs show runs here
+
+
+def scratch(tmp_path: Path) -> Path:
+    """A folder that sees the checkout's files, where what a command writes stays."""
+    tmp_path.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in {".git", ".venv", ".venv-lowest", "site", "mutants"}:
+            (tmp_path / entry.name).symlink_to(entry)
+    return tmp_path
+
+
+def shown_matches(shown: list[str], printed: list[str]) -> bool:
+    """Each shown line is printed, in order; `...` skips lines, a final `…` cuts a line short."""
+    rest = iter(printed)
+    for line in (line.rstrip() for line in shown):
+        if line.strip() == "...":
+            continue
+        cut = line.endswith("…")
+        wanted = line.removesuffix("…")
+        if not any((p.startswith(wanted) if cut else p.rstrip() == wanted) for p in rest):
+            return False
+    return True
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("key", sorted(set(COMMANDS) - set(NOT_RUN)))
+def test_each_command_runs_offline(key: str, tmp_path: Path) -> None:
+    command = COMMANDS[key]
+    line = command.key  # as shown, without its comment
+    if line.startswith("make "):
+        if shutil.which("make") is None:
+            pytest.skip("make is not installed")
+        # The Makefile's own recipe, with this interpreter as the venv it would have built.
+        stamp = tmp_path / "ready"
+        stamp.touch()
+        python = Path(sys.executable)
+        line += f" PYTHON={python} BIN={python.parent} BASE={stamp} READY={stamp}"
+    bin_dir = str(Path(sys.executable).parent)
+    environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cwd = scratch(tmp_path / "cwd")
+    result = subprocess.run(
+        ["bash", "-c", line],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=150,
+        check=False,
+    )
+    assert result.returncode == 0, (command.where, result.stdout[-2000:], result.stderr[-2000:])
+    assert not (cwd / ".venv").exists(), "make built a venv: the command was not run as meant"
+    if command.output:
+        printed = result.stdout.splitlines()
+        assert shown_matches(command.output, printed), (command.where, result.stdout[-3000:])
+
+
+@pytest.mark.parametrize("path", [README, CONTRIBUTING], ids=name)
+def test_every_relative_link_leads_to_a_file(path: Path) -> None:
+    for target in re.findall(r"\]\(([^)\s]+)\)", text(path)):
+        if not target.startswith(("http://", "https://", "#")):
+            assert (path.parent / target.split("#")[0]).exists(), (name(path), target)
+
+
+def test_the_readme_is_for_users() -> None:
+    assert len(text(README).splitlines()) <= 350
+    # Every guide is linked from it, or from the site's home page it links to.
+    linked = set(re.findall(r"\]\((docs/[^)#]+)", text(README)))
+    linked |= {f"docs/{t}" for t in re.findall(r"\]\(([^)#:]+\.md)", text(DOCS / "index.md"))}
+    guides = {name(path) for path in (DOCS / "guides").glob("*.md")}
+    assert guides <= linked
+
+
+def test_the_api_reference_documents_every_exported_name() -> None:
+    documented = re.findall(r"^::: ([\w.]+)$", text(DOCS / "reference.md"), re.MULTILINE)
+    by_name = {path.rpartition(".")[2]: path for path in documented}
+    assert sorted(by_name) == sorted(set(package.__all__) - {"__version__"})
+    for exported, path in by_name.items():
+        module, _, attribute = path.rpartition(".")
+        assert getattr(__import__(module, fromlist=[attribute]), attribute) is getattr(
+            package, exported
+        )
+    assert "`repeat_reminder_langchain.__version__`" in text(DOCS / "reference.md")
+
+
+CONFIGURATION = DOCS / "guides" / "configuration.md"
 
 
 CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = [
@@ -215,10 +444,10 @@ CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = 
 
 
 @pytest.mark.parametrize(("build", "error", "message"), CONFIGURATION_ERRORS)
-def test_the_readme_table_of_configuration_errors_is_what_happens(
+def test_the_table_of_configuration_errors_is_what_happens(
     build: Callable[[], object], error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error) as caught:
         build()
     assert message in str(caught.value)
-    assert f"`{error.__name__}`: {message}" in README.read_text(encoding="utf-8")
+    assert f"`{error.__name__}`: {message}" in text(CONFIGURATION)

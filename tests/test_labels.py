@@ -257,7 +257,7 @@ def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(
 
 
 # At the default threshold, 3: per detector and setting, (flags, genuine, loops found, loops),
-# as the README's "What they find on real conversations" gives them.
+# as docs/guides/detectors.md, "What they find on real conversations", gives them.
 FIGURES = {
     "mini_swe_gemini3pro.dev.labels.jsonl": {
         ("repeat", "defaults"): (0, 0, 0, 8),

@@ -422,8 +422,9 @@ async def test_reminder_events_are_streamed(client: Any, graph: str, mode: str) 
 
 
 async def test_events_stream_needs_an_explicit_recursion_limit(client: Any) -> None:
-    # The README's advice: the events stream runs under langchain-core's default limit of 25
-    # steps, while the server's own default lets other stream modes run far longer.
+    # The server guide's advice (docs/guides/server.md): the events stream runs under
+    # langchain-core's default limit of 25 steps, while the server's own default lets other
+    # stream modes run far longer.
     (_, reminded), (_, parts) = await asyncio.gather(
         loop_on_new_thread(client, "middleware_agent", 9, config=None),
         stream_on_new_thread(client, "middleware_agent", 9, "events", config=None),

@@ -181,6 +181,8 @@ def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
     with tarfile.open(built) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     # What the package tests read beside the code (the README, the Makefile, the CI script,
-    # the metrics guide).
+    # the metrics guide), and what the documentation tests read (CONTRIBUTING.md, the site's
+    # configuration and pages).
     assert {".ci/run", "README.md", "Makefile", "pyproject.toml", "docs/guides/metrics.md"} <= names
+    assert {"CONTRIBUTING.md", "mkdocs.yml", "docs/index.md", "docs/reference.md"} <= names
     assert "tests/test_package.py" in names
