@@ -104,16 +104,14 @@ def public_url(url: str) -> str:
         'postgresql://audit:***@db:5432/langgraph?sslmode=require'
     """
     parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        name, colon, _ = user.partition(":")
-        netloc = f"{name}:***@{host}" if colon else netloc
-    query = urlencode(
-        [(key, "***" if key == "password" else value) for key, value in parse_qsl(parts.query)],
-        safe="*",
-    )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    user, at, host = parts.netloc.rpartition("@")
+    name, colon, _ = user.partition(":")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if not colon and all(key != "password" for key, _ in query):
+        return url  # as given: rebuilt, sqlite:////PATH would lose a slash
+    netloc = f"{name}:***{at}{host}" if colon else parts.netloc
+    hidden = [(key, "***" if key == "password" else value) for key, value in query]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(hidden, safe="*")))
 
 
 def _first_line(error: BaseException) -> str:
@@ -170,14 +168,18 @@ class _Store:
         elif after is not None:
             conditions.append(f"c.thread_id > {mark}")
             parameters.append(after)
-        if selection.since is not None and (since := self._since(selection.since)) is not None:
-            conditions.append(since[0])
-            parameters += since[1]
+        # A thread named is found whatever its time: too old is not missing (and is left out
+        # after reading, as on SQLite).
+        since = selection.since if thread is None else None
+        if since is not None and (condition := self._since(since)) is not None:
+            conditions.append(condition[0])
+            parameters += condition[1]
         query = (
             "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM checkpoints c "
             f"WHERE {' AND '.join(conditions)} AND NOT EXISTS (SELECT 1 FROM checkpoints n "
-            f"WHERE n.thread_id = c.thread_id AND {newer} "
-            "AND n.checkpoint_id > c.checkpoint_id) ORDER BY c.thread_id"
+            f"WHERE n.thread_id = c.thread_id AND {newer} AND (n.checkpoint_id > c.checkpoint_id "
+            "OR (n.checkpoint_id = c.checkpoint_id AND n.checkpoint_ns > c.checkpoint_ns))) "
+            "ORDER BY c.thread_id"
         )
         parameters += newer_parameters
         if limit is not None:
@@ -213,9 +215,8 @@ class _Store:
             query, parameters = self._latest(selection, after=after, thread=None, limit=_PAGE)
             page = self._rows(query, parameters)
             for row in page:
-                if row[0] != after:  # two namespaces' checkpoints can tie: a thread once
-                    after = row[0]
-                    yield row[0], row[1], row[2]
+                after = row[0]
+                yield row[0], row[1], row[2]
             if len(page) < _PAGE:
                 return
 
@@ -273,10 +274,10 @@ class _Sqlite(_Store):
     def _setup(self) -> None:
         try:
             self.saver.setup()
-        except sqlite3.OperationalError as error:
-            # setup() switches the file to WAL; a reader may not, and the tables are there.
-            if "readonly" not in str(error):
-                raise
+        except sqlite3.OperationalError:
+            # setup() switches a file in rollback journal mode to WAL, which a reader may not,
+            # and the tables are there. (A lock met here is met again, and said, at the first
+            # read.)
             self.saver.is_setup = True
 
     def close(self) -> None:
