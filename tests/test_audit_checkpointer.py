@@ -46,7 +46,7 @@ from repeat_reminder_langchain.tooling.checkpointer import (
 from repeat_reminder_langchain.tooling.cli import main
 
 from .conftest import build
-from .helpers import LoopModel, agent_graph, ask, assert_adjacent, probe
+from .helpers import LoopModel, agent_graph, ask, assert_adjacent, model_node, probe
 
 POSTGRES = os.environ.get("REPEAT_REMINDER_POSTGRES_DSN")
 NEEDS_POSTGRES = pytest.mark.skipif(
@@ -259,6 +259,35 @@ def openai_loop(times: int) -> list[dict[str, Any]]:
         })  # fmt: skip
         messages.append({"role": "tool", "tool_call_id": f"c{number}", "content": "pending"})
     return messages
+
+
+REBUILT: list[int] = []
+
+
+@dataclass
+class Ticket:
+    """A value of the graph's own type in its state: rebuilding it runs the graph's code."""
+
+    number: int
+
+    def __post_init__(self) -> None:
+        REBUILT.append(self.number)
+
+
+class Ticketed(MessagesState):
+    ticket: Ticket
+
+
+def ticket_graph(saver: Any) -> Any:
+    builder = StateGraph(Ticketed)
+    builder.add_node("open", lambda state: {"ticket": Ticket(7)})
+    builder.add_node("agent", model_node(LoopModel()))
+    builder.add_node("tools", ToolNode([probe]))
+    builder.add_edge(START, "open")
+    builder.add_edge("open", "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver)
 
 
 class Compressed(JsonPlusSerializer):
@@ -516,6 +545,22 @@ def test_a_checkpoint_written_by_another_serializer(
     found = json.loads(captured.out)
     assert (found["conversations"], found["skipped"]) == (4, 1)
     assert captured.err.startswith(f"warning: skipped {database.url}: thread c-other: cannot ")
+
+
+def test_no_class_a_checkpoint_names_is_rebuilt_but_the_messages(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with database.saver() as saver:
+        result = ticket_graph(saver).invoke(ask("loop 3"), {"configurable": {"thread_id": "t"}})
+        assert_adjacent(result["messages"])
+        REBUILT.clear()
+        saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+        assert REBUILT == [7]  # what the savers' default serializer does
+    REBUILT.clear()
+
+    found = run_json(capsys, ["audit", "--checkpointer", database.url])
+    assert [(f["position"], f["count"]) for f in found["findings"]] == [(5, 3)]
+    assert REBUILT == []
 
 
 def test_a_thread_deleted_while_the_audit_reads(database: Database) -> None:

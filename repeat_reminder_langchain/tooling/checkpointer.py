@@ -244,7 +244,7 @@ class _Sqlite(_Store):
         self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
         try:
             self._check()
-            self.saver = SqliteSaver(self._conn)
+            self.saver = SqliteSaver(self._conn, serde=_serializer())
             self._setup()
         except BaseException:
             self._conn.close()
@@ -319,7 +319,7 @@ class _Postgres(_Store):
         except BaseException:
             self._conn.close()
             raise
-        self.saver = PostgresSaver(self._conn)
+        self.saver = PostgresSaver(self._conn, serde=_serializer())
 
     def _check(self, migrations: Sequence[str]) -> None:
         # The layout of langgraph-checkpoint-postgres's migrations, the version the installed
@@ -368,6 +368,18 @@ class _Postgres(_Store):
 
         with self._conn.cursor(row_factory=tuple_row) as cursor:
             return cursor.execute(query, tuple(parameters)).fetchall()
+
+
+def _serializer() -> Any:
+    """The savers' own serializer, rebuilding only the types LangGraph lists as safe.
+
+    Its default rebuilds any class a checkpoint names, importing its module: code a tampered
+    database would choose. The audit needs the messages, which are on the list; a value of
+    another type is left as its data.
+    """
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    return JsonPlusSerializer(allowed_msgpack_modules=None)
 
 
 def _version(distribution: str) -> str:
