@@ -663,7 +663,9 @@ def test_servers_that_cannot_be_read(capsys: pytest.CaptureFixture[str]) -> None
 
 
 @NEEDS_POSTGRES
-def test_a_wrong_password(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_wrong_password_and_a_role_that_may_only_read(
+    postgres: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
     import psycopg
 
     assert POSTGRES is not None
@@ -677,15 +679,22 @@ def test_a_wrong_password(capsys: pytest.CaptureFixture[str]) -> None:
             "SELECT 1 FROM pg_roles WHERE rolname = %s", (PASSWORD_ROLE,)
         ).fetchone():
             admin.execute(f"CREATE ROLE {PASSWORD_ROLE} LOGIN PASSWORD 'right'")
-    parts = urlsplit(POSTGRES)
-    url = urlunsplit(parts._replace(netloc=f"{PASSWORD_ROLE}:wrong@{parts.hostname}:{parts.port}"))
+    with postgres.saver() as saver:
+        run_agents(saver)
+    tables = "checkpoints, checkpoint_blobs, checkpoint_writes, checkpoint_migrations"
+    postgres.execute(f"GRANT SELECT ON {tables} TO {PASSWORD_ROLE}")  # and nothing more
+    parts = urlsplit(postgres.url)
 
-    line = one_error(capsys, ["audit", "--checkpointer", url])
+    def url(password: str) -> str:
+        host = f"{parts.hostname}:{parts.port}"
+        return urlunsplit(parts._replace(netloc=f"{PASSWORD_ROLE}:{password}@{host}"))
+
+    line = one_error(capsys, ["audit", "--checkpointer", url("wrong")])
     assert line == (
-        f"postgresql://{PASSWORD_ROLE}:***@{parts.hostname}:{parts.port}/postgres: cannot connect "
-        f'(connection to server at "127.0.0.1", port {parts.port} failed: FATAL: password '
-        f'authentication failed for user "{PASSWORD_ROLE}")'
+        f'{url("***")}: cannot connect (connection to server at "127.0.0.1", port '
+        f'{parts.port} failed: FATAL: password authentication failed for user "{PASSWORD_ROLE}")'
     )
+    assert run_json(capsys, ["audit", "--checkpointer", url("right")])["conversations"] == 4
 
 
 @NEEDS_POSTGRES
