@@ -26,6 +26,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite")
 pytest.importorskip("langgraph.checkpoint.postgres")
 
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -259,6 +260,27 @@ def openai_loop(times: int) -> list[dict[str, Any]]:
         })  # fmt: skip
         messages.append({"role": "tool", "tool_call_id": f"c{number}", "content": "pending"})
     return messages
+
+
+def _fold(messages: list[AnyMessage], writes: list[Any]) -> list[AnyMessage]:
+    for write in writes:
+        messages = add_messages(messages, write)
+    return messages
+
+
+class Delta(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_fold)]
+
+
+def delta_graph(saver: Any) -> Any:
+    """An agent whose messages are a DeltaChannel: checkpoints keep the changes, not the list."""
+    builder = StateGraph(Delta)
+    builder.add_node("agent", model_node(LoopModel()))
+    builder.add_node("tools", ToolNode([probe]))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile(checkpointer=saver)
 
 
 REBUILT: list[int] = []
@@ -561,6 +583,17 @@ def test_no_class_a_checkpoint_names_is_rebuilt_but_the_messages(
     found = run_json(capsys, ["audit", "--checkpointer", database.url])
     assert [(f["position"], f["count"]) for f in found["findings"]] == [(5, 3)]
     assert REBUILT == []
+
+
+def test_messages_kept_as_changes(database: Database, capsys: pytest.CaptureFixture[str]) -> None:
+    with database.saver() as saver:
+        result = delta_graph(saver).invoke(ask("loop 3"), {"configurable": {"thread_id": "d"}})
+        assert_adjacent(result["messages"])
+
+    assert one_error(capsys, ["audit", "--checkpointer", database.url]) == (
+        f"{database.url}: thread d: its 'messages' is a DeltaChannel (beta), which keeps changes "
+        "rather than the list: the audit does not rebuild it"
+    )
 
 
 def test_a_thread_deleted_while_the_audit_reads(database: Database) -> None:

@@ -545,6 +545,13 @@ class CheckpointReader:
         state = found.checkpoint
         if self.selection.since is not None and not self._recent(state, where):
             return None
+        if self.selection.messages_key in (
+            found.metadata.get("counters_since_delta_snapshot") or {}
+        ):
+            raise _BadThread(
+                f"{where}: its {self.selection.messages_key!r} is a DeltaChannel (beta), which "
+                "keeps changes rather than the list: the audit does not rebuild it"
+            )
         messages, positions = self._messages(state.get("channel_values") or {}, where)
         return Conversation(
             index, thread, self.source, messages, positions, "langchain", checkpoint
