@@ -228,7 +228,11 @@ class _Store:
 
 
 class _Sqlite(_Store):
-    """A SQLite file, as `SqliteSaver` of langgraph-checkpoint-sqlite 3.x writes it."""
+    """A SQLite file, as `SqliteSaver` of langgraph-checkpoint-sqlite 3.x writes it.
+
+    Its checkpoints are serialized blobs, so SQL cannot read their time: `since` is checked on
+    each thread's state once read.
+    """
 
     def __init__(self, source: str, path: str) -> None:
         super().__init__(source)
