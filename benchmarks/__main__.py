@@ -28,6 +28,7 @@ def _sections(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         "canonicalize": lambda: canonicalization.run(rounds),
         "memory": (lambda: memory.run(100, 1_000)) if quick else memory.run,
         "audit": audit.run,
+        "checkpointer": audit.threads,
     }
 
 
@@ -40,7 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["overhead", "hooks", "metrics", "step", "canonicalize", "memory", "audit"],
+        choices=[
+            "overhead", "hooks", "metrics", "step", "canonicalize", "memory", "audit",
+            "checkpointer",
+        ],
         help="run only this section (repeatable)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON")

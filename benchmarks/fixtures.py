@@ -170,7 +170,9 @@ class ModelSlot:
         return self.model.invoke(messages)
 
 
-def agent_graph(extra: Callable[..., Any] | None) -> tuple[Any, ModelSlot]:
+def agent_graph(
+    extra: Callable[..., Any] | None, *, checkpointer: Any = None
+) -> tuple[Any, ModelSlot]:
     """A custom agent graph: model node → `ToolNode` → `extra` (when given) → model node.
 
     Returns the compiled graph and the slot to put each run's scripted model in.
@@ -191,7 +193,7 @@ def agent_graph(extra: Callable[..., Any] | None) -> tuple[Any, ModelSlot]:
         builder.add_node("repeat_reminder", extra)
         builder.add_edge("tools", "repeat_reminder")
         builder.add_edge("repeat_reminder", "agent")
-    return builder.compile(), slot
+    return builder.compile(checkpointer=checkpointer), slot
 
 
 def middleware_agent(

@@ -53,7 +53,11 @@ def _figure(value: float, unit: str) -> str:
     if unit == "mb/mb":
         return f"{value:,.2f} MB per MB"
     if unit == "mb":
-        return f"{value:,.0f} MB"
+        return f"{value:,.0f} MB" if value >= 10 else f"{value:,.1f} MB"
+    if unit == "mb/1000":
+        return f"{value:,.2f} MB per 1,000 threads"
+    if unit == "threads/s":
+        return f"{value:,.0f} threads/s"
     return f"{value:,.1f} µs"
 
 

@@ -75,7 +75,7 @@ def test_repeat_every_0_gets_a_command_line_message(
     ("argv", "wanted"),
     [
         ([], "the following arguments are required: {demo,audit}"),
-        (["audit"], "the following arguments are required: FILE"),
+        (["audit"], "name the FILE(s) to audit, or a --checkpointer URL"),
         (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
         (["demo", "--mode", "loud"], "argument --mode: invalid choice: 'loud'"),
         (["demo", "--thresholds", "three"], "expected whole numbers separated by commas"),

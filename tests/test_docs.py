@@ -180,6 +180,23 @@ NOT_RUN = {
     # Forms, whose capitals or paths stand for the reader's own files.
     "repeat-reminder audit --not-user REGEX": "a form: REGEX stands for your pattern",
     "repeat-reminder audit 'logs/*.jsonl' --fail-on detailed": "a form: logs stand for your logs",
+    "repeat-reminder audit --checkpointer": "the option's name, as the text says it",
+    # A checkpointer of the reader's own: tests/test_audit_checkpointer.py audits real ones.
+    "pip install 'repeat-reminder-langchain[checkpointers]'": "the package is not on an index yet",
+    "python -m benchmarks --only checkpointer": "one section of the benchmarks, with PostgreSQL",
+    "repeat-reminder audit --checkpointer '$AUDIT_DATABASE_URL' --since "
+    "'$(date -u -d yesterday +%F)' --fail-on detailed --html loops.html": "your database's URL",
+    "repeat-reminder audit --checkpointer postgresql://audit:PASSWORD@db/langgraph --since "
+    "2026-11-01": "a form: a PostgreSQL server of your own",
+    "repeat-reminder audit --checkpointer postgresql://audit@db.internal:5432/langgraph": (
+        "a form: a PostgreSQL server of your own"
+    ),
+    "repeat-reminder audit --checkpointer sqlite:////var/lib/agent/threads.db": (
+        "a form: a SQLite file of your own"
+    ),
+    "repeat-reminder audit --checkpointer sqlite:///checkpoints.sqlite": (
+        "a form: a SQLite file of your own"
+    ),
 }
 
 
@@ -224,7 +241,7 @@ def commands() -> dict[str, Command]:
                     add(line, name(path), output)
             elif language in ("bash", "sh"):
                 cd = ""
-                for line in body.splitlines():
+                for line in body.replace("\\\n", " ").splitlines():  # continued lines joined
                     if not shlex.split(line, comments=True):
                         continue
                     if line.startswith("cd "):

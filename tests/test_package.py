@@ -124,6 +124,11 @@ def test_each_extra_pulls_only_what_it_is_for() -> None:
 
     assert _expanded("plot", extras) == {"matplotlib"}
     assert _expanded("audit", extras) == {"ijson"}
+    assert _expanded("checkpointers", extras) == {
+        "langgraph-checkpoint-postgres",
+        "langgraph-checkpoint-sqlite",
+        "psycopg",
+    }
     assert _expanded("providers", extras) == {"langchain-openai", "langchain-anthropic"}
     assert _expanded("otel", extras) == {"opentelemetry-api"}
     notebooks = _expanded("notebooks", extras)

@@ -67,7 +67,7 @@ class Finding:
 
     Attributes:
         conversation: The conversation's index in the input, from 0 across all files read.
-        id: The conversation's id, when its record has one.
+        id: The conversation's id, when its record has one; a thread's id.
         position: The index, in the conversation's message list, of the model message whose
             call drew it.
         call: The call's position among that message's calls, from 0.
@@ -76,6 +76,8 @@ class Finding:
         count: What the detector counted.
         level: `gentle`, `detailed`, or `escalated` (the loop reached `escalate_after`).
         arguments: The call's canonical arguments, cut to 100 characters.
+        checkpoint: For a thread of a checkpointer, the checkpoint its messages were read
+            from (`--json` has it for threads only).
     """
 
     conversation: int
@@ -87,12 +89,14 @@ class Finding:
     count: int
     level: str
     arguments: str
+    checkpoint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for `--json`."""
         return {
             "conversation": self.conversation,
             "id": self.id,
+            **_checkpoint(self.checkpoint),
             "position": self.position,
             "call": self.call,
             "tool": self.tool,
@@ -101,6 +105,11 @@ class Finding:
             "level": self.level,
             "arguments": self.arguments,
         }
+
+
+def _checkpoint(checkpoint: str | None) -> dict[str, str]:
+    """A thread's checkpoint as a field of its `--json` data; no field for a file's."""
+    return {} if checkpoint is None else {"checkpoint": checkpoint}
 
 
 @dataclass(slots=True)
@@ -132,12 +141,13 @@ class ConversationAudit:
 
     Attributes:
         index: The conversation's index in the input, from 0.
-        id: Its id, when its record has one.
-        source: The file it came from.
+        id: Its id, when its record has one; a thread's id.
+        source: The file it came from, or the checkpointer's URL.
         calls: The calls it made.
         wasted: Its wasted calls.
         tokens: The tokens of the model turns that made them; None when it records no usage.
         findings: Its findings, in order.
+        checkpoint: For a thread, the checkpoint its messages were read from.
     """
 
     index: int
@@ -147,6 +157,7 @@ class ConversationAudit:
     wasted: int
     tokens: int | None
     findings: tuple[Finding, ...]
+    checkpoint: str | None = None
 
     @property
     def reminders(self) -> int:
@@ -158,6 +169,7 @@ class ConversationAudit:
         return {
             "conversation": self.index,
             "id": self.id,
+            **_checkpoint(self.checkpoint),
             "source": self.source,
             "calls": self.calls,
             "reminders": self.reminders,
@@ -231,7 +243,9 @@ class Audit:
             asked for, for the HTML report).
         skipped: Unreadable parts skipped (with `skip_bad`).
         problems: The first few of those.
-        sources: The files read.
+        sources: The files read, or the checkpointer.
+        threads: Whether the conversations are a checkpointer's threads: findings then name
+            the thread and its checkpoint.
     """
 
     config: ReminderConfig
@@ -248,6 +262,7 @@ class Audit:
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    threads: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -382,6 +397,7 @@ class Auditor:
             walk.wasted,
             tokens,
             tuple(walk.findings),
+            conversation.checkpoint,
         )
         result.flagged.append(audited)
         if walk.rows is not None:
@@ -433,6 +449,7 @@ class Auditor:
                 found.count,
                 level,
                 preview(found.arguments, _SHOWN),
+                conversation.checkpoint,
             )
             walk.findings.append(finding)
         if walk.rows is not None:
@@ -488,10 +505,16 @@ class Auditor:
             heapq.heappushpop(self._kept, entry)
 
     def finish(
-        self, skipped: int = 0, problems: Iterable[str] = (), sources: Iterable[str] = ()
+        self,
+        skipped: int = 0,
+        problems: Iterable[str] = (),
+        sources: Iterable[str] = (),
+        *,
+        threads: bool = False,
     ) -> Audit:
-        """The audit so far, with what the reader skipped and the files it read."""
+        """The audit so far, with what the reader skipped and what it read (files, or threads)."""
         result = self.result
+        result.threads = threads
         result.skipped = skipped
         result.problems = list(problems)
         result.sources = list(sources)
@@ -629,7 +652,8 @@ Rows = tuple[list[str], list[list[object]]]
 
 def headline(result: Audit) -> str:
     """The audit's first line: what was read, and the counting rules in force."""
-    head = [plural(result.conversations, "conversation"), plural(result.calls, "tool call")]
+    unit = "thread" if result.threads else "conversation"
+    head = [plural(result.conversations, unit), plural(result.calls, "tool call")]
     if len(result.sources) > 1:
         head.append(plural(len(result.sources), "file"))
     if result.skipped:
@@ -665,20 +689,32 @@ def wasted_line(result: Audit) -> str:
     )
 
 
+def _names(result: Audit) -> list[str]:
+    """The columns naming a conversation besides its index: its id, or a thread's checkpoint."""
+    return ["thread", "checkpoint"] if result.threads else ["id"]
+
+
+def _named(result: Audit, found: Finding | ConversationAudit) -> list[object]:
+    if result.threads:
+        return [found.id or "—", found.checkpoint or "—"]
+    return [found.id or "—"]
+
+
 def top_rows(result: Audit, top: int) -> Rows:
     """The `top` conversations with the most wasted calls."""
-    header = ["conversation", "id", "calls", "reminders", "wasted", "tokens"]
+    header = ["conversation", *_names(result), "calls", "reminders", "wasted", "tokens"]
     return header, [
-        [c.index, c.id or "—", c.calls, c.reminders, c.wasted, _count(c.tokens)]
+        [c.index, *_named(result, c), c.calls, c.reminders, c.wasted, _count(c.tokens)]
         for c in result.top(top)
     ]
 
 
 def finding_rows(result: Audit) -> Rows:
     """Every finding, in input order."""
-    header = ["conversation", "id", "message", "tool", "detector", "count", "level", "arguments"]
+    header = ["conversation", *_names(result), "message", "tool", "detector", "count"]
+    header += ["level", "arguments"]
     return header, [
-        [f.conversation, f.id or "—", f.position, f.tool, f.detector, f.count, f.level,
+        [f.conversation, *_named(result, f), f.position, f.tool, f.detector, f.count, f.level,
          f.arguments]
         for f in result.findings
     ]  # fmt: skip

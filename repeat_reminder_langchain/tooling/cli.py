@@ -12,7 +12,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from typing import Any, NoReturn
 
 from .. import __version__
@@ -25,6 +26,10 @@ FILE: saved conversations, one or many: a file, a glob (quote it), or - for stan
 Read without a flag: LangChain message dicts (messages_to_dict), OpenAI chat-completions
 messages, Anthropic Messages; bare lists or records holding one (like {"messages": [...]} or
 τ-bench's {"task_id", "traj", ...}); JSON, JSON Lines, gzip.
+Or, instead of files, --checkpointer URL (postgresql://... or sqlite:///PATH, with the
+checkpointers extra): the threads a LangGraph checkpointer keeps, each thread's latest state
+(its messages), read-only, in thread id order. Findings then name the thread (the id column
+of files) and the checkpoint their messages were read from.
 
 The per-tool table:
   calls      calls made to the tool (untracked calls included)
@@ -38,11 +43,12 @@ The per-tool table:
              calls with thresholds 3,5,8 wastes 3 calls
 Per detector: reminders, escalations, and conversations with at least one of them.
 Top conversations (--top): conversation (its index in the input, from 0 across all
-  files), id (the record's id, if it has one), calls, reminders, wasted, and tokens: the
+  files), id (the record's id, if it has one; thread and checkpoint for a checkpointer's
+  threads), calls, reminders, wasted, and tokens: the
   input and output tokens of the model turns that made wasted calls, where the log records
   usage (usage_metadata, or usage in OpenAI and Anthropic logs); "—" when it does not.
 Findings, one per reminder the guard would have sent: conversation, id, message (the
-  index of the model message that made the call, in the conversation's message list;
+  index of the model message that made the call, in the conversation's (or state's) list;
   "position" in --json), tool, detector (repeat, stale, same_error), count (what the
   detector counted), level (gentle, detailed, escalated) and arguments (canonical, cut to
   100 characters).
@@ -113,6 +119,18 @@ def _ignore(text: str) -> tuple[str, list[str]]:
             f"expected TOOL=ARGUMENT[,ARGUMENT...], like run_shell=description; got {text!r}"
         )
     return tool.strip(), arguments
+
+
+def _since(text: str) -> Any:
+    from .checkpointer import parse_since
+
+    try:
+        return parse_since(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 date or time, like 2025-06-01 or 2025-06-01T12:00:00+02:00; "
+            f"got {text!r}"
+        ) from None
 
 
 def _fail_on(text: str) -> str | int:
@@ -252,7 +270,7 @@ def _parser() -> argparse.ArgumentParser:
         description=_AUDIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    audit.add_argument("files", metavar="FILE", nargs="+")
+    audit.add_argument("files", metavar="FILE", nargs="*")
     audit.add_argument(
         "--json",
         action="store_true",
@@ -286,16 +304,46 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--messages-key",
         metavar="KEY",
-        help="the record field holding the messages, when several could",
+        help="the record field holding the messages, when several could; with "
+        "--checkpointer, the state key (default messages)",
     )
     audit.add_argument(
         "--id-key", metavar="KEY", help="the record field holding the conversation's id"
     )
     audit.add_argument("--quiet", action="store_true", help="no progress bar")  # fmt: skip
+    _checkpointer_options(audit)
     _guard_options(demo, audit=False)
     _guard_options(audit, audit=True)
     return parser
 
+
+def _checkpointer_options(audit: argparse.ArgumentParser) -> None:
+    group = audit.add_argument_group("a LangGraph checkpointer's threads, instead of files")
+    add = group.add_argument
+    add(
+        "--checkpointer",
+        metavar="URL",
+        help="postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or sqlite:///PATH (relative; "
+        "sqlite:////PATH absolute): audit each thread's latest state, read-only",
+    )
+    add("--thread", action="append", metavar="ID", help="only this thread; repeatable")
+    add(
+        "--since",
+        type=_since,
+        metavar="TIME",
+        help="only threads whose latest checkpoint is this recent (ISO 8601; UTC unless "
+        "it says otherwise)",
+    )
+    add("--limit", type=_count(1), metavar="N", help="at most N threads")
+    add(
+        "--namespace",
+        metavar="NS",
+        help="a subgraph's checkpoint namespace (default: the graph's own); a node path "
+        "without task ids, like child or child|grandchild, matches it in every run",
+    )
+
+
+_THREAD_OPTIONS = ("thread", "since", "limit", "namespace")
 
 _FIELDS = (
     "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
@@ -344,12 +392,26 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
     return None
 
 
+def _sources(args: argparse.Namespace) -> None:
+    """Files or a checkpointer, and only the options that go with the one named."""
+    if args.checkpointer is None:
+        if not args.files:
+            raise _UsageError("name the FILE(s) to audit, or a --checkpointer URL")
+        for name in _THREAD_OPTIONS:
+            if getattr(args, name) is not None:
+                raise _UsageError(f"--{name} selects threads: it needs --checkpointer")
+    elif args.files:
+        raise _UsageError("audit FILEs or a --checkpointer, not both")
+    elif args.id_key is not None:
+        raise _UsageError("--id-key names a record field: a thread's id is its own")
+
+
 def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     from .audit import Auditor, format_audit
-    from .logs import LogError, LogReader
+    from .logs import LogError
     from .progress import ProgressBar
 
-    reader = LogReader(messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad)
+    _sources(args)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
     # Opened first, so that a report that cannot be written fails before a long audit.
     try:
@@ -357,12 +419,20 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     except OSError as error:
         raise _UsageError(f"{args.html}: cannot write the report ({error.strerror})") from None
     bar: ProgressBar | None = None
+
+    def warn(problem: str) -> None:
+        if bar is not None:
+            bar.close()  # redrawn at the next thread, below the warning
+        print(f"warning: skipped {problem}", file=sys.stderr)
+
+    reader, conversations = _reader(args, warn)
     try:
-        for conversation in reader.read(args.files):
-            if bar is None:
-                bar = ProgressBar(sys.stderr, 0 if args.quiet else reader.total)
-            auditor.add(conversation)
-            bar.update(reader.read_bytes, conversation.index + 1)
+        with closing(conversations):
+            for conversation in conversations:
+                if bar is None:
+                    bar = _bar(reader, drawn=not args.quiet and sys.stderr.isatty())
+                auditor.add(conversation)
+                bar.update(_done(reader), conversation.index + 1)
     except LogError as error:
         if html is not None:  # no half-written report left behind
             html.close()
@@ -371,7 +441,9 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     finally:
         if bar is not None:
             bar.close()
-    result = auditor.finish(reader.skipped, reader.problems, reader.sources)
+    result = auditor.finish(
+        reader.skipped, reader.problems, reader.sources, threads=args.checkpointer is not None
+    )
     if html is not None:
         from .report import report_html
 
@@ -387,6 +459,46 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         print(f"audit: {reason}", file=sys.stderr)
         return 1
     return 0
+
+
+def _reader(
+    args: argparse.Namespace, warn: Callable[[str], None]
+) -> tuple[Any, Generator[Any, None, None]]:
+    """What reads the conversations (files, or a checkpointer's threads), and what it reads."""
+    from .checkpointer import CheckpointReader, Selection
+    from .logs import LogReader
+
+    if args.checkpointer is None:
+        files = LogReader(
+            messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad
+        )
+        return files, files.read(args.files)
+    selection = Selection(
+        tuple(args.thread or ()),
+        args.since,
+        args.limit,
+        args.namespace or "",
+        args.messages_key or "messages",
+    )
+    threads = CheckpointReader(args.checkpointer, selection, skip_bad=args.skip_bad, warn=warn)
+    return threads, threads.read()
+
+
+def _done(reader: Any) -> int:
+    """How far the reader is: bytes read, or threads visited."""
+    from .logs import LogReader
+
+    return reader.read_bytes if isinstance(reader, LogReader) else int(reader.visited)
+
+
+def _bar(reader: Any, *, drawn: bool) -> Any:
+    """The progress bar: bytes of files, or threads (counted only when a bar can be drawn)."""
+    from .logs import LogReader
+    from .progress import ProgressBar
+
+    if isinstance(reader, LogReader):
+        return ProgressBar(sys.stderr, reader.total if drawn else 0)
+    return ProgressBar(sys.stderr, reader.count() if drawn else 0, threads=True)
 
 
 def _shown() -> int:

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -67,16 +67,17 @@ class LogError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Conversation:
-    """One conversation read from a log.
+    """One conversation read from a log, or a thread read from a checkpointer.
 
     Attributes:
         index: Its position among all conversations read, from 0, across every source.
-        id: The record's id, when the record has one.
-        source: The file it came from (`-` for standard input).
+        id: The record's id, when the record has one; a thread's id.
+        source: The file it came from (`-` for standard input), or the checkpointer's URL.
         messages: The messages, as LangChain messages.
         positions: For each message, the index of the input message it came from (an
             Anthropic user message holding tool results becomes several messages).
         format: `"langchain"`, `"openai"` or `"anthropic"`.
+        checkpoint: For a thread, the id of the checkpoint its messages were read from.
     """
 
     index: int
@@ -85,6 +86,7 @@ class Conversation:
     messages: list[BaseMessage]
     positions: tuple[int, ...]
     format: str
+    checkpoint: str | None = None
 
 
 class _Counted(io.RawIOBase):
@@ -195,7 +197,7 @@ class LogReader:
         self.sources = found
         return found
 
-    def read(self, sources: Sequence[str]) -> Iterator[Conversation]:
+    def read(self, sources: Sequence[str]) -> Generator[Conversation, None, None]:
         """Every conversation of every source, in order.
 
         Raises:

@@ -321,7 +321,11 @@ def _legend(
 
 
 def _conversation(audited: ConversationAudit, calls: Sequence[TimelineCall], result: Audit) -> str:
-    name = f"conversation {audited.index}" + (f" · id {audited.id}" if audited.id else "")
+    name = f"conversation {audited.index}"
+    if audited.checkpoint is not None:
+        name += f" · thread {audited.id} · checkpoint {audited.checkpoint}"
+    elif audited.id:
+        name += f" · id {audited.id}"
     tokens = "not recorded" if audited.tokens is None else f"{audited.tokens:,}"
     parts = [
         f'<h3 id="c{audited.index}">{html.escape(name)}</h3>',
