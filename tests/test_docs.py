@@ -169,6 +169,9 @@ NOT_RUN = {
     "make bench": "the benchmarks take tens of minutes on two cores",
     "make bench ARGS=--quick": "a smoke run of the benchmarks, still minutes on two cores",
     "python -m benchmarks --only hooks": "one section of the benchmarks, minutes on two cores",
+    "python -m benchmarks --only hooks --only metrics --only checkpointer": (
+        "three sections of the benchmarks: tens of minutes on two cores, with PostgreSQL"
+    ),
     "make evaluate": "reads the development corpus, which lives outside the checkout",
     "make evaluate 'CORPUS=a.json b.jsonl'": "a form: a.json and b.jsonl stand for your files",
     "make mutate": "mutation testing of the core: hours on two cores",
@@ -261,13 +264,34 @@ def test_every_listed_command_is_still_shown() -> None:
     assert len(set(COMMANDS) - set(NOT_RUN)) >= 10  # most of what the docs show runs here
 
 
+# Folders a command shown writes into (`python -m benchmarks` writes its results.json there):
+# copied into the scratch folder, so that what it writes stays there.
+WRITTEN = {"benchmarks"}
+
+
 def scratch(tmp_path: Path) -> Path:
     """A folder that sees the checkout's files, where what a command writes stays."""
     tmp_path.mkdir()
     for entry in ROOT.iterdir():
-        if entry.name not in {".git", ".venv", ".venv-lowest", "site", "mutants"}:
+        if entry.name in WRITTEN:
+            ignore = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(entry, tmp_path / entry.name, ignore=ignore)
+        elif entry.name not in {".git", ".venv", ".venv-lowest", "site", "mutants"}:
             (tmp_path / entry.name).symlink_to(entry)
     return tmp_path
+
+
+def checkout_state() -> str:
+    """What git sees changed in the checkout, with each changed file's time of change."""
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    changed = (ROOT / line[3:] for line in status.splitlines())
+    return status + "".join(f"{p}:{p.stat().st_mtime_ns}\n" for p in changed if p.is_file())
 
 
 def shown_matches(shown: list[str], printed: list[str]) -> bool:
@@ -299,6 +323,7 @@ def test_each_command_runs_offline(key: str, tmp_path: Path) -> None:
     bin_dir = str(Path(sys.executable).parent)
     environment = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     cwd = scratch(tmp_path / "cwd")
+    before = checkout_state()
     result = subprocess.run(
         ["bash", "-c", line],
         cwd=cwd,
@@ -310,6 +335,7 @@ def test_each_command_runs_offline(key: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, (command.where, result.stdout[-2000:], result.stderr[-2000:])
     assert not (cwd / ".venv").exists(), "make built a venv: the command was not run as meant"
+    assert checkout_state() == before, "the command wrote into the checkout"
     if command.output:
         printed = result.stdout.splitlines()
         assert shown_matches(command.output, printed), (command.where, result.stdout[-3000:])
