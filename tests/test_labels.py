@@ -284,7 +284,7 @@ FIGURES = {
 
 @needs_corpus
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
-def test_precision_and_recall_are_the_figures_the_readme_gives(
+def test_precision_and_recall_are_the_figures_the_docs_give(
     path: Path, raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]
 ) -> None:
     rows = score(raised[path.name][1], read_labels(path))
