@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -128,7 +129,7 @@ def _needs_extra(scheme: str, error: ImportError) -> CheckpointerError:
     )
 
 
-class _Store:
+class _Store(ABC):
     """One database: its saver, and the SQL that lists its threads.
 
     Attributes:
@@ -143,12 +144,13 @@ class _Store:
     def __init__(self, source: str) -> None:
         self.source = source
 
+    @abstractmethod
     def close(self) -> None:
         """Close the connection."""
-        raise NotImplementedError  # pragma: no cover - each store closes its own
 
+    @abstractmethod
     def _rows(self, query: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
-        raise NotImplementedError  # pragma: no cover - each store runs its own
+        """The rows `query` finds, with `parameters` in its placeholders."""
 
     def _since(self, since: datetime) -> tuple[str, list[Any]] | None:
         """A condition keeping checkpoints written since `since`, when the SQL can read it."""
