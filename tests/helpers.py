@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -31,6 +32,7 @@ from repeat_reminder_langchain import (
     prepare_messages,
 )
 from repeat_reminder_langchain._counter import Record, read_record
+from repeat_reminder_langchain.tooling.cli import main
 
 _ids = itertools.count(1)
 
@@ -257,3 +259,14 @@ class LoopModel(BaseChatModel):
         else:
             reply = turn(call(self.tool, dict(self.args), f"call_{uuid.uuid4().hex[:12]}"))
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """The one line a failed command prints on stderr (exit code 2, nothing on stdout), without
+    its `error: `."""
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("error: ")
+    return str(line.removeprefix("error: "))

@@ -47,7 +47,15 @@ from repeat_reminder_langchain.tooling.checkpointer import (
 from repeat_reminder_langchain.tooling.cli import main
 
 from .conftest import build
-from .helpers import LoopModel, agent_graph, ask, assert_adjacent, model_node, probe
+from .helpers import (
+    LoopModel,
+    agent_graph,
+    ask,
+    assert_adjacent,
+    model_node,
+    one_error,
+    probe,
+)
 
 POSTGRES = os.environ.get("REPEAT_REMINDER_POSTGRES_DSN")
 NEEDS_POSTGRES = pytest.mark.skipif(
@@ -197,16 +205,6 @@ def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, A
     assert main([*argv, "--json"]) == 0
     found: dict[str, Any] = json.loads(capsys.readouterr().out)
     return found
-
-
-def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """The one line a failed audit prints on stderr (exit code 2, nothing on stdout)."""
-    assert main(argv) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    (line,) = captured.err.splitlines()
-    assert line.startswith("error: ")
-    return line.removeprefix("error: ")
 
 
 class History(TypedDict):

@@ -16,6 +16,8 @@ from repeat_reminder_langchain import __version__
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
+from .helpers import one_error
+
 UNGUARDED = messages_to_dict(run_demo(None))
 
 
@@ -30,15 +32,6 @@ def settings(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, o
     assert main(argv) == 0
     found: dict[str, object] = json.loads(capsys.readouterr().out)["settings"]
     return found
-
-
-def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert main(argv) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    (line,) = captured.err.splitlines()
-    assert line.startswith("error: ")
-    return line
 
 
 @pytest.mark.parametrize("value", ["", ",", "3,,5", " , "])
@@ -65,7 +58,7 @@ def test_repeat_every_0_gets_a_command_line_message(
 ) -> None:
     line = one_error(capsys, ["audit", log, "--repeat-every", "0"])
     assert line == (
-        "error: argument --repeat-every: expected a whole number >= 1, or leave the option out "
+        "argument --repeat-every: expected a whole number >= 1, or leave the option out "
         "to stay silent; got '0'"
     )
     assert "None" not in line
@@ -84,22 +77,22 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["audit", "x", "--exclude", "a,,b"], "expected names separated by commas"),
         (["audit", "x", "--fail-on", "0"], "expected gentle, detailed or a number >= 1"),
         (["audit", "x", "--top", "zero"], "expected a whole number >= 1; got 'zero'"),
-        (["demo", "--thresholds", "1,3"], "error: --thresholds: invalid threshold 1 — every"),
-        (["demo", "--detect", "repeat,loops"], "error: --detect: unknown detector 'loops'"),
-        (["demo", "--error-pattern", "("], "error: --error-pattern: invalid regular expression"),
-        (["demo", "--not-user", "("], "error: --not-user: invalid regular expression"),
+        (["demo", "--thresholds", "1,3"], "--thresholds: invalid threshold 1 — every"),
+        (["demo", "--detect", "repeat,loops"], "--detect: unknown detector 'loops'"),
+        (["demo", "--error-pattern", "("], "--error-pattern: invalid regular expression"),
+        (["demo", "--not-user", "("], "--not-user: invalid regular expression"),
         (
             ["demo", "--escalate-after", "5"],
-            "error: --escalate-after: must be greater than every threshold of the repeat "
+            "--escalate-after: must be greater than every threshold of the repeat "
             "detector (the last is 8)",
         ),
         (
             ["demo", "--exit-behavior", "error"],
-            "error: --exit-behavior: applies only with --escalate-after set",
+            "--exit-behavior: applies only with --escalate-after set",
         ),
         (
             ["demo", "--thresholds", "1", "--stale-thresholds", "1", "--detect", "stale"],
-            "error: --thresholds: invalid threshold 1 — every threshold must be an integer >= 2; "
+            "--thresholds: invalid threshold 1 — every threshold must be an integer >= 2; "
             "--stale-thresholds: invalid threshold 1",
         ),
     ],
