@@ -100,8 +100,9 @@ class Record(TypedDict, total=False):
         failures: How many tracked calls in a row failed with it.
         variants: Short fingerprints of the argument sets that hit it.
         seen: For `stale`, the latest distinct calls, oldest first: each call's fingerprint
-            maps to `result:times`, the fingerprint of its latest result and how many times in
-            a row it returned that.
+            maps to `result:times:changes`, the fingerprint of its latest result, how many
+            times in a row it returned that, and `changes` when it last did.
+        changes: For `stale`, how many times a remembered call returned something new.
         system: Whether reminders were stored as system messages that a model may have to be
             sent as user turns (kept by the middleware).
     """
@@ -117,6 +118,7 @@ class Record(TypedDict, total=False):
     failures: int
     variants: list[str]
     seen: dict[str, str]
+    changes: int
     system: bool
 
 
@@ -136,6 +138,7 @@ _TYPES: dict[str, type] = {
     "failures": int,
     "variants": list,
     "seen": dict,
+    "changes": int,
     "system": bool,
 }
 
@@ -154,7 +157,7 @@ def read_record(data: object) -> Record:
         kind = _TYPES.get(name)
         if kind is not None and type(value) is not kind:
             raise RecordError(f"stored {name} must be a {kind.__name__}, got {value!r}")
-    if data.get("count", 0) < 0 or data.get("failures", 0) < 0:
+    if data.get("count", 0) < 0 or data.get("failures", 0) < 0 or data.get("changes", 0) < 0:
         raise RecordError(f"stored counts must be whole numbers from zero, got {data!r}")
     variants = data.get("variants")
     if variants and not all(type(item) is str for item in variants):
@@ -225,7 +228,7 @@ def _result_digest(result: object) -> str:
 class _Memory:
     """The detectors' part of a record while one turn is counted."""
 
-    __slots__ = ("error", "failing", "failures", "seen", "variants")
+    __slots__ = ("changes", "error", "failing", "failures", "seen", "variants")
 
     def __init__(self, record: Record, stale: bool) -> None:
         self.failing = record.get("failing", "")
@@ -233,6 +236,7 @@ class _Memory:
         self.failures = record.get("failures", 0)
         self.variants = record.get("variants", [])
         self.seen = dict(record.get("seen", {})) if stale else None
+        self.changes = record.get("changes", 0)
 
     def store(self, record: Record) -> None:
         if self.failing:
@@ -243,6 +247,8 @@ class _Memory:
                 record.pop(name, None)  # type: ignore[misc]
         if self.seen is not None:
             record["seen"] = self.seen
+            if self.changes:
+                record["changes"] = self.changes
 
 
 Observer = Callable[[CallTrace], object]
@@ -502,10 +508,16 @@ class Counter:
         seen: dict[str, str] = memory.seen  # type: ignore[assignment]
         call, result = digest(f"{tool}\x00{key}")[:16], outcome[:16]
         before = seen.pop(call, None)
-        times = 1
+        times, since = 1, str(memory.changes)
         if type(before) is str:  # an entry that reads otherwise was not written here: not seen
-            last, _, number = before.partition(":")
-            if last == result and number.isdigit():
+            last, _, rest = before.partition(":")
+            number, _, then = rest.partition(":")
+            if last != result:
+                # Something changed, and the agent saw it: what it read before may read
+                # otherwise now, so checking it again is no loop until it is read again.
+                memory.changes += 1
+                since = str(memory.changes)
+            elif number.isdigit() and then == since:
                 times = int(number) + 1
         if times > 1:
             # A result other calls return too ("Updated 1 path from the index", a shell's
@@ -513,7 +525,7 @@ class Counter:
             prefix = result + ":"
             if any(type(entry) is str and entry.startswith(prefix) for entry in seen.values()):
                 times = 1
-        seen[call] = f"{result}:{times}"
+        seen[call] = f"{result}:{times}:{since}"
         if len(seen) > STALE_MEMORY:
             del seen[next(iter(seen))]
         return times

@@ -118,8 +118,8 @@ class ReminderConfig(BaseModel):
             (events, logs, stats) without adding anything to the conversation.
         detect: The detectors to run: `"repeat"` (the same call, consecutively: the default),
             `"stale"` (the same call returning the same result again since the user spoke,
-            whatever came between) and `"same_error"` (consecutive calls to one tool failing
-            with the same error, whatever the arguments).
+            with no call returning something new between) and `"same_error"` (consecutive
+            calls to one tool failing with the same error, whatever the arguments).
         stale_thresholds: Counts of identical results of one call that draw a reminder.
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
         error_pattern: A regular expression; a tool result whose text it matches (searched)

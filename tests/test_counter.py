@@ -317,6 +317,7 @@ BAD_FIELDS: dict[str, Any] = {
     "failures": 1.5,
     "variants": "abc",
     "seen": ["abc"],
+    "changes": "1",
     "system": 1,
 }
 
@@ -342,12 +343,15 @@ _GOOD: dict[str, Any] = {
     "error": "e",
     "failures": 2,
     "variants": ["v"],
-    "seen": {"c": "r:1"},
+    "seen": {"c": "r:1:0"},
+    "changes": 3,
     "system": False,
 }
 
 
-@pytest.mark.parametrize("data", [{"count": -1}, {"failures": -2}, {"count": True}])
+@pytest.mark.parametrize(
+    "data", [{"count": -1}, {"failures": -2}, {"changes": -3}, {"count": True}]
+)
 def test_a_stored_count_is_a_whole_number_from_zero(data: Any) -> None:
     with pytest.raises(RecordError, match="stored"):
         read_record(data)
@@ -359,13 +363,19 @@ def test_stored_variants_are_strings() -> None:
         read_record({"variants": ["a", 1]})
 
 
-@pytest.mark.parametrize("entry", [7, "nonsense", "r:", "r:x", "other:2"])
-def test_a_stale_entry_that_does_not_read_result_times_is_a_call_not_seen(entry: Any) -> None:
+@pytest.mark.parametrize(
+    "entry", [7, "nonsense", "r:", "r:x", "other:2", "{r}:1", "{r}:x:0", "{r}:1:1"]
+)
+def test_a_stale_entry_that_does_not_read_result_times_changes_is_a_call_not_seen(
+    entry: Any,
+) -> None:
     record = play([[c(result="r")]], STALE)[0]
     (call,) = record["seen"]
+    result = record["seen"][call].partition(":")[0]
+    entry = entry.replace("{r}", result) if isinstance(entry, str) else entry
     kept = count({**record, "seen": {call: entry}}, "t2", [c(result="r")], STALE)
     assert list(kept.reminders) == []  # one time, not two
-    assert kept.record is not None and kept.record["seen"][call].endswith(":1")
+    assert kept.record is not None and kept.record["seen"][call].split(":")[1] == "1"
     again = count(record, "t2", [c(result="r")], STALE)
     assert [r.count for r in again.reminders] == [2]
 
@@ -400,6 +410,18 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
 def test_an_empty_result_is_no_evidence_that_nothing_changed(empty: Any) -> None:
     assert play([[c(result=empty)], [c(tool="other")], [c(result=empty)]], STALE)[1] == []
     assert play([[c(result="r")], [c(tool="other")], [c(result="r")]], STALE)[1] != []
+
+
+def test_a_call_that_returns_something_new_starts_every_stale_count_over() -> None:
+    # The agent saw something change: reading again what it read before is a check, not a loop.
+    a, b = c(args={"f": "a"}, result="same"), c(args={"f": "b"}, result="one")
+    changed = c(args={"f": "b"}, result="two")
+    assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
+    record, reminders = play([[a], [b], [changed], [a]], STALE)
+    assert reminders == [] and record["changes"] == 1
+    assert play([[a], [b], [changed], [a], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
+    # The user speaking forgets the changes with the rest.
+    assert "changes" not in Counter(STALE).reset(record)
 
 
 def test_a_result_other_calls_return_too_is_no_evidence_that_nothing_changed() -> None:

@@ -261,13 +261,13 @@ def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(
 FIGURES = {
     "mini_swe_gemini3pro.dev.labels.jsonl": {
         ("repeat", "defaults"): (0, 0, 0, 8),
-        ("stale", "defaults"): (5, 2, 2, 8),
+        ("stale", "defaults"): (3, 2, 2, 8),
         ("same_error", "defaults"): (0, 0, 0, 8),
-        ("any", "defaults"): (5, 2, 2, 8),
+        ("any", "defaults"): (3, 2, 2, 8),
         ("repeat", "recommended"): (0, 0, 0, 8),
-        ("stale", "recommended"): (14, 6, 6, 8),
+        ("stale", "recommended"): (5, 4, 4, 8),
         ("same_error", "recommended"): (0, 0, 0, 8),
-        ("any", "recommended"): (14, 6, 6, 8),
+        ("any", "recommended"): (5, 4, 4, 8),
     },
     "tau_bench_gpt4o_airline.dev.labels.jsonl": {
         ("repeat", "defaults"): (0, 0, 0, 1),
