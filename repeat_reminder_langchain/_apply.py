@@ -18,7 +18,7 @@ from langgraph.types import interrupt
 from ._conversation import read_state
 from ._counter import Count, Counter, Record, RecordError, read_record
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
-from .messages import escalation_message, reminder_messages
+from .messages import escalation_message, reminder_message
 from .reminder import LOGGER_NAME
 
 __all__ = ["Action", "StateStore", "act"]
@@ -62,7 +62,8 @@ def act(
     if counter.config.mode == "observe":
         return Action(record, [])
     if escalation is None or escalation.behavior == "block":
-        return Action(record, list(reminder_messages(counted.reminders, message_type)))
+        due = counted.reminders
+        return Action(record, [reminder_message(due, message_type)] if due else [])
     if escalation.behavior == "error":
         return Action(record, [], stop=RepeatToolLoopError(escalation, thread))
     if escalation.behavior == "interrupt":

@@ -45,7 +45,7 @@ class RepeatToolReminderNode:
     """A LangGraph node, placed between the tools node and the model node, that adds reminders.
 
     It reads the conversation, counts the tool turn that just finished, and returns one tagged
-    message per reminder due (none most of the time). It runs after the whole block of tool
+    message with the reminders due (none most of the time). It runs after the whole block of tool
     results, so an assistant turn is always followed by all its results first. It never
     changes a tool result and never fails the run: a problem is logged.
 

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from .reminder import SOURCE, Escalation, Reminder, is_reminder, wrap
+from .reminder import SOURCE, Escalation, Reminder, is_reminder, turn_tag, wrap
 
 __all__ = [
     "as_user_turn",
@@ -27,7 +27,6 @@ __all__ = [
     "keeps_system_messages",
     "prepare_messages",
     "reminder_message",
-    "reminder_messages",
 ]
 
 
@@ -36,9 +35,13 @@ def _new_id() -> str:
 
 
 def reminder_message(
-    reminder: Reminder, message_type: Literal["system", "human"] = "system"
+    reminders: Reminder | Sequence[Reminder], message_type: Literal["system", "human"] = "system"
 ) -> SystemMessage | HumanMessage:
-    """The tagged message that carries `reminder` into the conversation.
+    """The one tagged message that carries a reminder, or a turn's reminders in order.
+
+    A turn whose calls draw several reminders (two tools looping side by side, a failing call
+    beside a note that keeps saying the same) is told once: one message, each reminder's words
+    in a paragraph of their own.
 
     Example:
         >>> message = reminder_message(Reminder("grep", 3, "gentle", "{}"), "human")
@@ -46,17 +49,12 @@ def reminder_message(
         ('repeat_tool_reminder', True)
 
     """
-    tags = {"lc_source": SOURCE, SOURCE: reminder.tag()}
+    due = (reminders,) if isinstance(reminders, Reminder) else reminders
+    text = "\n\n".join(reminder.text for reminder in due)
+    tags = {"lc_source": SOURCE, SOURCE: turn_tag(due)}
     if message_type == "human":
-        return HumanMessage(wrap(reminder.text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
-    return SystemMessage(reminder.text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
-
-
-def reminder_messages(
-    reminders: Sequence[Reminder], message_type: Literal["system", "human"]
-) -> list[SystemMessage | HumanMessage]:
-    """The messages that carry `reminders`, of the given type."""
-    return [reminder_message(reminder, message_type) for reminder in reminders]
+        return HumanMessage(wrap(text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
+    return SystemMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
 
 
 def escalation_message(escalation: Escalation) -> AIMessage:

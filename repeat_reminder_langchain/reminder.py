@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 __all__ = [
     "DETECTORS",
@@ -19,6 +19,7 @@ __all__ = [
     "RepeatToolReminderWarning",
     "is_reminder",
     "preview",
+    "turn_tag",
     "wrap",
 ]
 
@@ -106,7 +107,12 @@ _ESCALATED_WHAT: dict[Detector, str] = {
 
 
 class ReminderTag(TypedDict):
-    """What `additional_kwargs["repeat_tool_reminder"]` of a guard's message holds."""
+    """What `additional_kwargs["repeat_tool_reminder"]` of a guard's message holds.
+
+    A message that carries several reminders of one turn names the first (`tool`, `count`,
+    `detector`), takes the firmest `level`, sums them all up in `summary` and lists each one's
+    tag in `reminders`.
+    """
 
     kind: str
     plugin: str
@@ -116,6 +122,7 @@ class ReminderTag(TypedDict):
     count: int
     level: str
     detector: str
+    reminders: NotRequired[list[ReminderTag]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +230,18 @@ def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
         "level": level,
         "detector": detector,
     }
+
+
+def turn_tag(reminders: Sequence[Reminder]) -> ReminderTag:
+    """The tag of the one message that carries a turn's reminders (at least one), in order."""
+    tag = reminders[0].tag()
+    if len(reminders) > 1:
+        tags = [reminder.tag() for reminder in reminders]
+        tag["summary"] = " \u00b7 ".join(each["summary"] for each in tags)
+        if any(reminder.level == "detailed" for reminder in reminders):
+            tag["level"] = "detailed"
+        tag["reminders"] = tags
+    return tag
 
 
 def preview(text: str, limit: int) -> str:

@@ -115,6 +115,28 @@ def test_consecutive_identical_calls_draw_one_reminder_repeat_first(guarded: Mak
     assert tags(agent.invoke(ask())) == [("repeat", "gentle", "probe", 3)]
 
 
+def test_a_turn_whose_calls_draw_several_reminders_is_told_once(guarded: Make) -> None:
+    # A failing booking retried beside the same note, in one turn each time: both keep
+    # returning the same, and the model reads it in one message.
+    script = [
+        turn(call("think", {"thought": "retry"}), call("book", {"amount": 100})) for _ in range(3)
+    ]
+    agent = guarded(scripted(script), tools=[book, think], detect=["repeat", "stale"])
+    messages = agent.invoke(ask())
+
+    (reminder,) = [m for m in messages if is_reminder(m)]
+    assert messages[messages.index(reminder) - 1].type == "tool"  # after the turn's results
+    tag = reminder.additional_kwargs["repeat_tool_reminder"]
+    assert tag["summary"] == "think \u00d7 3 \u00b7 book \u00d7 3"
+    assert [(t["detector"], t["tool"], t["count"]) for t in tag["reminders"]] == [
+        ("stale", "think", 3),
+        ("stale", "book", 3),
+    ]
+    said = str(reminder.content)
+    assert said.index("`think` has now returned") < said.index("`book` has now returned")
+    assert agent.stats.snapshot()["detectors"] == {"stale": {"delivered": 2, "undelivered": 0}}
+
+
 def test_a_new_user_message_starts_stale_counts_over(guarded: Make, thread: str) -> None:
     agent = guarded(
         scripted([*_interleaved(2), AIMessage("that is all for now"), turn(call("probe", A))]),

@@ -21,7 +21,6 @@ from repeat_reminder_langchain.messages import (
     blocked_result,
     escalation_message,
     reminder_message,
-    reminder_messages,
 )
 from repeat_reminder_langchain.reminder import wrap
 
@@ -206,12 +205,19 @@ def test_prepare_messages_gives_a_list_and_the_conversation_itself_when_nothing_
     assert prepare_messages(tuple(conversation), chat_model(CAPABLE)) == conversation
 
 
-def test_reminder_messages_are_written_in_order_as_the_type_asked() -> None:
+def test_a_turns_reminders_are_one_message_of_the_type_asked_each_in_a_paragraph() -> None:
     due = [Reminder("probe", 3, "gentle", "{}"), Reminder("other", 5, "detailed", "{}")]
     for message_type, kind in (("system", SystemMessage), ("human", HumanMessage)):
-        written = reminder_messages(due, message_type)  # type: ignore[arg-type]
-        assert [type(m) for m in written] == [kind, kind]
-        assert [m.additional_kwargs["repeat_tool_reminder"] for m in written] == [
-            r.tag() for r in due
-        ]
-    assert [m.content for m in reminder_messages(due, "human")] == [wrap(r.text) for r in due]
+        written = reminder_message(due, message_type)  # type: ignore[arg-type]
+        assert type(written) is kind and is_reminder(written)
+        tag = written.additional_kwargs["repeat_tool_reminder"]
+        assert tag == {
+            **due[0].tag(),
+            "summary": "probe × 3 · other × 5",
+            "level": "detailed",  # the firmest of the two
+            "reminders": [r.tag() for r in due],
+        }
+    assert reminder_message(due, "human").content == wrap(f"{due[0].text}\n\n{due[1].text}")
+    assert reminder_message(due[:1]).additional_kwargs == reminder_message(due[0]).additional_kwargs
+    gentle = [due[0], Reminder("third", 3, "gentle", "{}")]
+    assert reminder_message(gentle).additional_kwargs["repeat_tool_reminder"]["level"] == "gentle"
