@@ -505,6 +505,38 @@ def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
     assert run_json(capsys, ["audit", path, "--include", "search"])["bookkeeping"] == []
 
 
+def test_a_turn_whose_calls_draw_several_reminders_is_one_finding_with_each_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A note and a failing booking, side by side in every turn, each returning the same.
+    messages: list[Any] = [HumanMessage("book it")]
+    for number in range(3):
+        calls = [
+            {"name": "think", "args": {"thought": "retry"}, "id": f"t{number}"},
+            {"name": "book", "args": {"amount": 100}, "id": f"b{number}"},
+        ]
+        messages += [
+            AIMessage("", tool_calls=calls),
+            ToolMessage("noted", tool_call_id=f"t{number}"),
+            ToolMessage("Error: no seats", tool_call_id=f"b{number}", status="error"),
+        ]
+    path = write(tmp_path, "side.json", json.dumps([messages_to_dict(messages)]))
+    argv = ["audit", path, "--detect", "repeat,stale"]
+
+    found = run_json(capsys, argv)
+    (finding,) = found["findings"]
+    assert (finding["position"], finding["tool"], finding["count"]) == (7, "think", 3)
+    assert [(r["call"], r["tool"], r["detector"]) for r in finding["reasons"]] == [
+        (0, "think", "stale"),
+        (1, "book", "stale"),
+    ]
+    assert found["reminders"]["gentle"] == 2 and found["detectors"]["stale"]["reminders"] == 2
+    assert found["flagged"][0]["reminders"] == 2
+    assert main(argv) == 0
+    row = capsys.readouterr().out.splitlines()[-1].split()
+    assert row[:10] == ["0", "—", "7", "think", "·", "book", "stale", "·", "stale", "3"]
+
+
 def test_escalation_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
 

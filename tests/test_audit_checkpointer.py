@@ -191,7 +191,7 @@ def run_agents(saver: Any) -> dict[str, list[BaseMessage]]:
 def expected(messages: list[BaseMessage], **fields: Any) -> list[tuple[Any, ...]]:
     """The findings of the same messages audited as a list, as `(position, count, level)`."""
     result = audit([messages], ReminderConfig(**fields))
-    return [(f.position, f.count, f.level) for f in result.findings]
+    return [(f.position, f.reasons[0].count, f.level) for f in result.findings]
 
 
 def latest(saver: Any, thread: str, namespace: str = "") -> str:

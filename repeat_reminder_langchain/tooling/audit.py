@@ -6,8 +6,10 @@ kept. Reading the files is `logs.LogReader`'s job; the HTML report is `report.py
 
 Definitions (the command line's `--help` and the README use the same words):
 
-* a **finding** is a reminder the guard would have sent (`gentle` or `detailed`), or, with
-  `escalate_after`, a loop it would have stopped (`escalated`);
+* a **finding** is a turn the guard would have reminded the model of (`gentle` or `detailed`),
+  or, with `escalate_after`, a loop it would have stopped (`escalated`): one per model turn,
+  with a **reason** for each call of it that drew a reminder (most turns have one), as the
+  guard sends one message per turn;
 * a call is **wasted** when a detector's count for it is past that detector's first threshold:
   the guard would already have reminded the model, so a model that heeds the first reminder
   does not make it. A streak of 6 identical calls with thresholds 3, 5, 8 wastes 3 calls;
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -38,6 +40,7 @@ __all__ = [
     "Auditor",
     "ConversationAudit",
     "Finding",
+    "Reason",
     "Revealed",
     "Rows",
     "TimelineCall",
@@ -58,46 +61,32 @@ __all__ = [
 ]
 
 _SHOWN = 100  # characters of arguments or results a finding or a call row keeps
-_LEVELS = ("gentle", "detailed", "escalated")
+_LEVELS = ("gentle", "detailed", "escalated")  # the firmest last
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    """One reminder the guard would have sent, or one loop it would have stopped.
+class Reason:
+    """What one call of a finding's turn drew.
 
     Attributes:
-        conversation: The conversation's index in the input, from 0 across all files read.
-        id: The conversation's id, when its record has one; a thread's id.
-        position: The index, in the conversation's message list, of the model message whose
-            call drew it.
-        call: The call's position among that message's calls, from 0.
+        call: The call's position among its turn's calls, from 0.
         tool: The tool called.
         detector: `repeat`, `stale` or `same_error`.
         count: What the detector counted.
         level: `gentle`, `detailed`, or `escalated` (the loop reached `escalate_after`).
         arguments: The call's canonical arguments, cut to 100 characters.
-        checkpoint: For a thread of a checkpointer, the checkpoint its messages were read
-            from (`--json` has it for threads only).
     """
 
-    conversation: int
-    id: str | None
-    position: int
     call: int
     tool: str
     detector: str
     count: int
     level: str
     arguments: str
-    checkpoint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for `--json`."""
         return {
-            "conversation": self.conversation,
-            "id": self.id,
-            **_checkpoint(self.checkpoint),
-            "position": self.position,
             "call": self.call,
             "tool": self.tool,
             "detector": self.detector,
@@ -105,6 +94,48 @@ class Finding:
             "level": self.level,
             "arguments": self.arguments,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One model turn the guard would have reminded of (one message), or a loop it would stop.
+
+    Like the message's tag, it is named by its first reason and takes the firmest `level`.
+
+    Attributes:
+        conversation: The conversation's index in the input, from 0 across all files read.
+        id: The conversation's id, when its record has one; a thread's id.
+        position: The index, in the conversation's message list, of the model message whose
+            calls drew it.
+        reasons: What each of those calls drew, in the order of the calls (at least one).
+        checkpoint: For a thread of a checkpointer, the checkpoint its messages were read
+            from (`--json` has it for threads only).
+    """
+
+    conversation: int
+    id: str | None
+    position: int
+    reasons: tuple[Reason, ...]
+    checkpoint: str | None = None
+
+    @property
+    def level(self) -> str:
+        """The firmest level of the reasons."""
+        return max((reason.level for reason in self.reasons), key=_LEVELS.index)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data, for `--json`: the first reason's fields, and every reason when several."""
+        data = {
+            "conversation": self.conversation,
+            "id": self.id,
+            **_checkpoint(self.checkpoint),
+            "position": self.position,
+            **self.reasons[0].as_dict(),
+            "level": self.level,
+        }
+        if len(self.reasons) > 1:
+            data["reasons"] = [reason.as_dict() for reason in self.reasons]
+        return data
 
 
 def _checkpoint(checkpoint: str | None) -> dict[str, str]:
@@ -161,8 +192,13 @@ class ConversationAudit:
 
     @property
     def reminders(self) -> int:
-        """Reminders among the findings (escalations left out)."""
-        return sum(finding.level != "escalated" for finding in self.findings)
+        """Reminders among the findings' reasons (escalations left out)."""
+        return sum(r.level != "escalated" for f in self.findings for r in f.reasons)
+
+    @property
+    def escalations(self) -> int:
+        """Loops stopped among the findings' reasons."""
+        return sum(r.level == "escalated" for f in self.findings for r in f.reasons)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data, for `--json`."""
@@ -173,7 +209,7 @@ class ConversationAudit:
             "source": self.source,
             "calls": self.calls,
             "reminders": self.reminders,
-            "escalations": len(self.findings) - self.reminders,
+            "escalations": self.escalations,
             "wasted": self.wasted,
             "tokens": self.tokens,
         }
@@ -273,7 +309,9 @@ class Audit:
         """Reminders found (escalations left out), or those of one level."""
         if level is None:
             return sum(found.reminders for found in self.flagged)
-        return sum(f.level == level for found in self.flagged for f in found.findings)
+        return sum(
+            r.level == level for found in self.flagged for f in found.findings for r in f.reasons
+        )
 
     def top(self, number: int) -> list[ConversationAudit]:
         """The `number` flagged conversations with the most wasted calls (then findings)."""
@@ -387,7 +425,7 @@ class Auditor:
         self._reveal(conversation, walk.present, walk.findings)
         if not walk.findings:
             return None
-        for detector in {finding.detector for finding in walk.findings}:
+        for detector in {r.detector for finding in walk.findings for r in finding.reasons}:
             result.detectors[detector]["conversations"] += 1
         audited = ConversationAudit(
             conversation.index,
@@ -433,27 +471,35 @@ class Auditor:
             if key == walk.stopped:
                 found = None
             walk.stopped = (*key[:2], trace.escalation.count)
-        finding = None
+        reason = None
         if found is not None:
             level = "escalated" if trace.reminder is None else trace.reminder.level
             setattr(tool, level, getattr(tool, level) + 1)
             slot = self.result.detectors[found.detector]
             slot["escalations" if level == "escalated" else "reminders"] += 1
-            finding = Finding(
-                conversation.index,
-                conversation.id,
-                position,
+            reason = Reason(
                 trace.position,
                 call.tool,
                 found.detector,
                 found.count,
                 level,
                 preview(found.arguments, _SHOWN),
-                conversation.checkpoint,
             )
-            walk.findings.append(finding)
+            last = walk.findings[-1] if walk.findings else None
+            if last is not None and last.position == position:  # one message for the turn
+                walk.findings[-1] = replace(last, reasons=(*last.reasons, reason))
+            else:
+                walk.findings.append(
+                    Finding(
+                        conversation.index,
+                        conversation.id,
+                        position,
+                        (reason,),
+                        conversation.checkpoint,
+                    )
+                )
         if walk.rows is not None:
-            walk.rows.append(_row(number, position, call, trace, finding=finding, wasted=wasted))
+            walk.rows.append(_row(number, position, call, trace, reason=reason, wasted=wasted))
 
     def _tokens(self, messages: Sequence[BaseMessage], wasted_turns: set[int]) -> int | None:
         recorded = False
@@ -483,7 +529,7 @@ class Auditor:
             config = self._excluded.get(tool)
             if config is None:
                 config = self._excluded[tool] = _without(self.config, tool)
-            known = {(f.position, f.detector, f.tool, f.count) for f in findings}
+            known = {(f.position, r.detector, r.tool, r.count) for f in findings for r in f.reasons}
             new = 0
             for item in replay(conversation.messages, config, self.policies):
                 trace = item.trace
@@ -550,7 +596,7 @@ def _row(
     call: Any,
     trace: Any,
     *,
-    finding: Finding | None = None,
+    reason: Reason | None = None,
     wasted: bool = False,
 ) -> TimelineCall:
     from ..canonical import canonicalize
@@ -563,8 +609,8 @@ def _row(
         call.tool,
         None if trace is None else trace.streak,
         counts,
-        None if finding is None else finding.level,
-        None if finding is None else finding.detector,
+        None if reason is None else reason.level,
+        None if reason is None else reason.detector,
         preview(canonicalize(call.args), _SHOWN),
         preview(" ".join(result.split()), _SHOWN),
         wasted,
@@ -710,14 +756,15 @@ def top_rows(result: Audit, top: int) -> Rows:
 
 
 def finding_rows(result: Audit) -> Rows:
-    """Every finding, in input order."""
+    """Every finding, in input order: one row a turn, its reasons' values side by side."""
     header = ["conversation", *_names(result), "message", "tool", "detector", "count"]
     header += ["level", "arguments"]
-    return header, [
-        [f.conversation, *_named(result, f), f.position, f.tool, f.detector, f.count, f.level,
-         f.arguments]
-        for f in result.findings
-    ]  # fmt: skip
+    rows: list[list[object]] = []
+    for f in result.findings:
+        said = [(r.tool, r.detector, r.count, r.level, r.arguments) for r in f.reasons]
+        columns = [" · ".join(map(str, column)) for column in zip(*said, strict=True)]
+        rows.append([f.conversation, *_named(result, f), f.position, *columns])
+    return header, rows
 
 
 def notes(result: Audit) -> list[str]:

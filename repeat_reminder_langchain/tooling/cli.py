@@ -47,11 +47,12 @@ Top conversations (--top): conversation (its index in the input, from 0 across a
   threads), calls, reminders, wasted, and tokens: the
   input and output tokens of the model turns that made wasted calls, where the log records
   usage (usage_metadata, or usage in OpenAI and Anthropic logs); "—" when it does not.
-Findings, one per reminder the guard would have sent: conversation, id, message (the
-  index of the model message that made the call, in the conversation's (or state's) list;
-  "position" in --json), tool, detector (repeat, stale, same_error), count (what the
-  detector counted), level (gentle, detailed, escalated) and arguments (canonical, cut to
-  100 characters).
+Findings, one per model turn the guard would have reminded (one message): conversation,
+  id, message (the index of the model message that made the calls, in the conversation's
+  (or state's) list; "position" in --json), tool, detector (repeat, stale, same_error),
+  count (what the detector counted), level (gentle, detailed, escalated) and arguments
+  (canonical, cut to 100 characters); for a turn whose calls drew several reminders, each
+  one's values side by side ("reasons" in --json).
 A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
