@@ -513,8 +513,8 @@ class Counter:
             last, _, rest = before.partition(":")
             number, _, then = rest.partition(":")
             if last != result:
-                # Something changed, and the agent saw it: what it read before may read
-                # otherwise now, so checking it again is no loop until it is read again.
+                # The agent saw something change: anything it read before may read otherwise
+                # now, so reading it again is a check, not a loop, and every count starts over.
                 memory.changes += 1
                 since = str(memory.changes)
             elif number.isdigit() and then == since:
