@@ -195,6 +195,13 @@ def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets(
         "boom",
     )
     assert [entry.counts for entry in trace] == [{"same_error": n} for n in (1, 2, 3)]
+    # What the events, logs and audit show of it: the call's arguments, digest and place.
+    assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])
+    more = ReminderConfig(detect=["same_error"], same_error_thresholds=[3, 4])
+    failing = c(args={"n": 1}, result="boom", error=True)
+    beside = count(record, "t3", [c(tool="other"), failing], more)
+    assert [(r.count, r.position) for r in beside.reminders] == [(4, 1)]
+    assert "seen" not in record  # `stale` is off: nothing of it is kept
 
 
 def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
@@ -216,6 +223,9 @@ def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
     turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
     record = play(turns, ERRORS)[0]
     assert not {"failing", "error", "failures", "variants"} & set(record)
+    # A stored streak missing some of its fields ends as cleanly.
+    ended = count({"failing": "probe", "error": "e"}, "t", [c(result="fine")], ERRORS).record
+    assert ended is not None and not {"failing", "error"} & set(ended)
 
 
 def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
@@ -406,6 +416,12 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
     assert [(r.detector, r.count) for r in spoke.reminders] == [("same_error", 3)]
 
 
+def test_results_that_are_not_text_are_told_apart_by_their_content() -> None:
+    first, second = [{"type": "text", "text": "a"}], [{"type": "text", "text": "b"}]
+    assert play([[c(result=first)], [c(tool="other")], [c(result=second)]], STALE)[1] == []
+    assert play([[c(result=first)], [c(tool="other")], [c(result=first)]], STALE)[1] != []
+
+
 @pytest.mark.parametrize("empty", ["", "  \n", [{"type": "text", "text": " "}]])
 def test_an_empty_result_is_no_evidence_that_nothing_changed(empty: Any) -> None:
     assert play([[c(result=empty)], [c(tool="other")], [c(result=empty)]], STALE)[1] == []
@@ -420,6 +436,12 @@ def test_a_call_that_returns_something_new_starts_every_stale_count_over() -> No
     record, reminders = play([[a], [b], [changed], [a]], STALE)
     assert reminders == [] and record["changes"] == 1
     assert play([[a], [b], [changed], [a], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
+    # The call that changed counts its new result from there.
+    assert play([[b], [changed], [changed]], STALE)[1] == [("stale", "gentle", "probe", 2)]
+    # Every change counts: what was read between two changes starts over at the second.
+    again = c(args={"f": "b"}, result="three")
+    record, reminders = play([[a], [b], [changed], [a], [again], [a]], STALE)
+    assert reminders == [] and record["changes"] == 2
     # The user speaking forgets the changes with the rest.
     assert "changes" not in Counter(STALE).reset(record)
 
