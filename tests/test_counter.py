@@ -154,6 +154,27 @@ def test_results_are_fingerprinted_only_when_something_reads_them() -> None:
     assert aware is not None and len(aware["result"]) == 32
 
 
+def test_a_call_whose_result_is_unknown_is_no_progress_and_leaves_no_result() -> None:
+    # An unanswered call (an invalid one, never given a result in state) between two answers.
+    aware = ReminderConfig(thresholds=[3], progress="result")
+    record = play([[c(result="r")], [c()]], aware)[0]
+    assert record["count"] == 2 and record["result"] == ""
+    assert play([[c(result="r")], [c()], [c(result="r")]], aware)[1] == [
+        ("repeat", "gentle", "probe", 3)
+    ]
+
+
+def test_a_turn_of_untracked_calls_leaves_a_record_that_reads_back_with_nothing_counted() -> None:
+    config = ReminderConfig(exclude=["todo"])
+    empty = {"tool": "", "key": "", "count": 0, "result": "", "reminded": False}
+    record = count({}, "t", [c(tool="todo")], config).record
+    assert record == {"turn": "t", **empty} and read_record(record) == record
+    # A model that answered after a reminder it saw recovered, whatever it calls next.
+    answered = Turn("u", (c(tool="todo"),), answered=True)
+    counted = Counter(config).count({"reminded": True}, answered)
+    assert counted.followups == [True] and counted.record == {"turn": "u", **empty}
+
+
 # -- stale ------------------------------------------------------------------------------------
 
 STALE = ReminderConfig(detect=["stale"], stale_thresholds=[2])
@@ -210,6 +231,11 @@ def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
     assert result_text([{"type": "text", "text": "a"}, "b", 7]) == "a\nb"
     assert result_text([{"type": "image", "url": "u"}, "b"]) == "b"  # a block without text
     assert result_text({"k": 1}) == '{"k":1}'
+
+
+def test_a_call_without_a_result_starts_no_failure_streak() -> None:
+    record = count({}, "t", [c()], ERRORS).record
+    assert record is not None and "failing" not in record
 
 
 def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> None:
