@@ -173,6 +173,9 @@ def test_a_turn_of_untracked_calls_leaves_a_record_that_reads_back_with_nothing_
     answered = Turn("u", (c(tool="todo"),), answered=True)
     counted = Counter(config).count({"reminded": True}, answered)
     assert counted.followups == [True] and counted.record == {"turn": "u", **empty}
+    # The user spoke before: the reminder they had seen is behind them.
+    spoke = Turn("v", (c(tool="todo"),), spoke_before=True)
+    assert Counter(config).count({"reminded": True}, spoke).record == {"turn": "v", **empty}
 
 
 # -- stale ------------------------------------------------------------------------------------
