@@ -164,6 +164,9 @@ def test_calls_without_ids_count_and_differ_by_their_arguments() -> None:
     assert not found.waiting
     assert [(c.id, c.args) for c in found.calls] == [("", {"q": 1}), ("", {"q": 2})]
     assert kept([message])["count"] == 1  # two different calls
+    # Nothing says which call a result without an id answers: it answers none.
+    answered = latest([message, ToolMessage("r", tool_call_id="")])
+    assert [c.result for c in answered.calls] == [None, None]
 
 
 def test_two_turns_without_message_ids_that_reuse_call_ids_stay_two_turns() -> None:

@@ -33,3 +33,4 @@ def test_repeat_every_draws_a_detailed_reminder_every_n_past_the_last_threshold(
     assert [n for n in range(1, 15) if rules.level(n)] == [3, 5, 8, 11, 14]
     assert [rules.level(n) for n in (3, 5, 8)] == ["gentle", "detailed", "detailed"]
     assert Rules((3,), repeat_every=1).level(4) == "detailed"
+    assert [n for n in range(1, 13) if Rules((3,), repeat_every=3).level(n)] == [3, 6, 9, 12]

@@ -59,7 +59,7 @@ def reminder(level: str = "gentle", detector: str = "repeat") -> Reminder:
 def test_only_reminders_the_model_saw_count_as_reminders() -> None:
     stats = Stats()
     stats.add(Count({}, [reminder()], calls=3, longest=("grep", 3)), delivered=True)
-    stats.add(Count({}, [reminder("detailed", "stale")], calls=1), delivered=False)
+    stats.add(Count({}, [reminder("detailed", "stale")], calls=1))  # not said: not delivered
 
     snapshot = stats.snapshot()
     assert snapshot["calls"] == 4
