@@ -540,8 +540,8 @@ class CheckpointReader:
             raise
         except Exception as error:
             # Whatever the serializer raises on bytes it did not write: an unknown type tag
-            # (NotImplementedError), bytes that are not msgpack (ValueError), a class it
-            # will not rebuild (TypeError, ImportError), ...
+            # (it says the tag is not implemented), bytes that are not msgpack (ValueError), a
+            # class it will not rebuild (TypeError, ImportError), ...
             raise _BadThread(
                 f"{where}: cannot decode checkpoint {checkpoint} ({_first_line(error)}): was "
                 "it written with another serializer?"
