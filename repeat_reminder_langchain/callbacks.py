@@ -22,17 +22,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from ._conversation import read_turn
-from ._counter import NOTHING, Counter, Record
+from ._counter import NOTHING, Counter, Record, Turn
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report, warn_wiring
 from .metrics import instance_name, metrics_for
 from .policy import ToolPolicies
-from .reminder import LOGGER_NAME
+from .reminder import LOGGER_NAME, is_reminder
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -178,6 +179,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self.counter = Counter(self.config)
         self._lock = threading.Lock()
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
+        # The model runs that read a reminder, by run id: their agent, until they end.
+        self._answering: dict[int, AgentKey] = {}
         self.records = AgentRecords(self._runs, limit=10_000)
         self._warned_undelivered = False
         self._loud = False
@@ -282,7 +285,15 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         record = self.records.read(key)
         turn = read_turn(messages[0], record.get("turn", ""), not_user=self.counter.not_user)
         if turn is NOTHING:
-            return  # most model calls: the node counted the turn already
+            # Most model calls: the node counted the turn already. A model reading a reminder
+            # is watched to its end: an answer then is a recovery, which no count would see
+            # if the run ends with it.
+            if record.get("reminded") and _reads_reminder(messages[0]):
+                self._answering[run_id.int] = key
+                if len(self._answering) > self.max_runs:  # a run whose end never came
+                    with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                        del self._answering[next(iter(self._answering))]
+            return
         counted = self.counter.count(record, turn, self.tool_policies, sees=False)
         if counted.record is not None:
             self.records.write(key, counted.record)
@@ -291,6 +302,25 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return
         self._warn_undelivered()
         report(counted, self.stats, self.config, None, "undelivered")
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """Count a model that answered, without a call, after a reminder it read."""
+        key = self._answering.pop(run_id.int, None) if self._answering else None
+        if key is None:
+            return  # most model calls: no reminder waits for their answer
+        generations = response.generations[0] if response.generations else ()
+        message = getattr(generations[0], "message", None) if generations else None
+        if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
+            return  # another call: the node follows it up when it counts that turn
+        record = self.records.read(key)
+        counted = self.counter.count(record, Turn(answered=True), self.tool_policies)
+        self.records.write(key, counted.record or record)
+        self.stats.add(counted)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """A model call that failed answered nothing."""
+        if self._answering:
+            self._answering.pop(run_id.int, None)
 
     # -- bookkeeping ----------------------------------------------------------------------
 
@@ -327,6 +357,19 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         run = self._runs.pop(key, None)
         if run is not None and run.root == key:
             self.records.forget(key)
+
+
+def _reads_reminder(messages: list[BaseMessage]) -> bool:
+    """Whether a model is asked to go on after a reminder: one follows the latest model turn.
+
+    (Not a model asked something aside, which may answer without a call too.)
+    """
+    for message in reversed(messages):
+        if is_reminder(message):
+            return True
+        if isinstance(message, AIMessage):
+            return False
+    return False
 
 
 def refuse_block(config: ReminderConfig) -> None:

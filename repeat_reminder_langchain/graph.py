@@ -19,7 +19,7 @@ from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report, thread_of, warn_wiring
 from .metrics import instance_name, metrics_for
 from .policy import ToolPolicies
-from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, tag_of
+from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -58,13 +58,24 @@ class RepeatToolReminderNode:
       survive interrupts, restarts and several worker processes. The state needs that field:
       use `RepeatToolReminderState`, or add `repeat_tool_reminder: NotRequired[dict]` to yours.
 
+    A model that answers after a reminder it read has recovered (`stats`). Without a
+    handler, the node sees that answer only if the graph's end passes through it, routed on
+    by its `route`; otherwise it counts it when the thread goes on:
+
+    ```python
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
+    builder.add_conditional_edges(
+        "repeat_reminder", node.route, {"continue": "agent", "end": END}
+    )
+    ```
+
     With `escalate_after`, the node stops a loop as `exit_behavior` says: `"error"` raises
     `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final message
     and needs the node's `route` to leave the graph (a node cannot end a run on its own: the
-    graph's edges decide where it goes next):
-    `builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent",
-    "end": END})`. `"block"` needs the middleware, the only face that sees a call before it
-    runs.
+    graph's edges decide where it goes next). `"block"` needs the middleware, the only face
+    that sees a call before it runs.
 
     Args:
         handler: The handler passed in the run's callbacks, or None to keep the counts in
@@ -165,15 +176,18 @@ class RepeatToolReminderNode:
         return update
 
     def route(self, state: Any) -> Literal["continue", "end"]:
-        """Where the graph goes after the node: `"end"` once it ended a looping run.
+        """Where the graph goes after the node: `"end"` when the conversation ends here.
 
-        For `exit_behavior="end"`:
-        `builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent",
-        "end": END})`.
+        That is after the model answered without a call (the node then counts the answer,
+        so a recovery is counted in the run it ends), or once the node ended a looping run
+        (`exit_behavior="end"`). Route the model's end through the node, and from the node
+        on: `builder.add_conditional_edges("agent", tools_condition, {"tools": "tools",
+        END: "repeat_reminder"})` and `builder.add_conditional_edges("repeat_reminder",
+        node.route, {"continue": "agent", "end": END})`.
         """
         messages = read_messages(state, self.messages_key)
         last = messages[-1] if messages else None
-        ended = isinstance(last, AIMessage) and (tag_of(last) or {}).get("level") == "escalated"
+        ended = isinstance(last, AIMessage) and not last.tool_calls
         return "end" if ended else "continue"
 
     def _warn_outside(self) -> None:

@@ -41,11 +41,48 @@ __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 logger = logging.getLogger(LOGGER_NAME)
 
 
-def merge_records(
-    kept: Mapping[str, Record] | None, written: Mapping[str, Record] | None
-) -> dict[str, Record]:
-    """The field's reducer: each instance writes its own entry, so several can in one step."""
-    return {**(kept or {}), **(written or {})}
+def merge_records(kept: object, written: object) -> dict[str, Record]:
+    """The field's reducer: each instance writes its own entry, so several can in one step.
+
+    It takes whatever a client writes (`update_state`) or a checkpoint holds, since it runs
+    outside the guard's own error handling and a raise here would fail the thread. A value
+    that is not a mapping is replaced: written, it empties the field (every instance counts
+    from 1 again); kept, the written entries replace it. An entry that is not a mapping is
+    dropped, so that instance starts over; the others are kept. One log line says so.
+    """
+    problems: list[str] = []
+    merged = _records(kept, "kept", problems)
+    if isinstance(written, Mapping):
+        records = _records(written, "written", problems)
+        for name in written.keys() - records.keys():
+            merged.pop(name, None)  # written as something else: that instance starts over
+        merged.update(records)
+    elif written is not None:
+        problems.append(f"a {type(written).__name__} was written; every count starts over")
+        merged = {}
+    if problems and _reported[0] != id(written):
+        # LangGraph may apply one write twice (again to route a conditional edge on it):
+        # the value written last is remembered, so that it is reported once.
+        _reported[0] = id(written)
+        logger.warning("repeat reminder state replaced: %s", "; ".join(problems))
+    return merged
+
+
+_reported = [0]  # the id of the written value whose problems were logged last
+
+
+def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]:
+    """The entries of a value of the field that can be records; the others are named."""
+    if field is None:
+        return {}
+    if not isinstance(field, Mapping):
+        problems.append(f"the {side} value is a {type(field).__name__}, not a mapping of records")
+        return {}
+    records = {name: entry for name, entry in field.items() if isinstance(entry, Mapping)}
+    if len(records) < len(field):
+        dropped = ", ".join(repr(name) for name in field if name not in records)
+        problems.append(f"{side} entries {dropped} are not records")
+    return cast("dict[str, Record]", records)
 
 
 class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
@@ -68,11 +105,12 @@ class RepeatToolReminderMiddleware(
     arguments or tool failed. At each threshold it appends a tagged reminder after the turn's
     tool results. Nothing is blocked or rewritten, unless `escalate_after` asks for it.
 
-    What it remembers lives in a private state field, written once per turn by `before_model`,
-    so it survives checkpoints, interrupts, process restarts and several workers sharing one
-    checkpointer. A new user message resets it. `stats` holds running totals for this
-    instance; a model that answers after a reminder has recovered, as counted when the thread
-    goes on. Tools that declare a policy in their metadata are read from the model's requests.
+    What it remembers lives in a private state field, written once per turn by `before_model`
+    (and by `after_agent` when a run ends with an answer to a reminder), so it survives
+    checkpoints, interrupts, process restarts and several workers sharing one checkpointer. A
+    new user message resets it. `stats` holds running totals for this instance; a model that
+    answers after a reminder has recovered, counted before its run ends. Tools that declare a
+    policy in their metadata are read from the model's requests.
 
     Several instances can guard one agent, each with its own counts (one policy for search
     tools and another for the rest, say), and any number of them may remind on the same turn:
@@ -187,6 +225,20 @@ class RepeatToolReminderMiddleware(
         return update
 
     @override
+    def after_agent(
+        self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Count the model answering after a reminder it saw, before the run ends."""
+        return self._settle(state)
+
+    @override
+    async def aafter_agent(
+        self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
+    ) -> dict[str, Any] | None:
+        """Count the model answering after a reminder it saw, before the run ends."""
+        return self._settle(state)
+
+    @override
     def wrap_model_call(
         self,
         request: ModelRequest[ContextT],
@@ -233,6 +285,26 @@ class RepeatToolReminderMiddleware(
         if turn is NOTHING and not self._converts(record):
             return None
         return self._counter.count(record, turn, self.tool_policies, sees=self._sees)
+
+    def _settle(self, state: Any) -> dict[str, Any] | None:
+        """The recovery of a model that answered after a reminder, counted in the run it ends.
+
+        Only an answer is counted here: a tool turn still to count is left to the next
+        `before_model`, whose reminders can still reach the model.
+        """
+        try:
+            record = self._store.read(state)
+            if not record.get("reminded"):
+                return None  # most runs: no reminder waits for its answer
+            turn = read_turn(state["messages"], record.get("turn", ""), not_user=self._not_user)
+            if turn.id or not turn.answered:
+                return None
+            counted = self._counter.count(record, turn, self.tool_policies, sees=self._sees)
+            self.stats.add(counted)
+            return self._store.write(counted.record)  # type: ignore[arg-type]  # a follow-up changes it
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
+            return None
 
     def _act(self, counted: Count) -> Action:
         thread = thread_of(current_run_config()) if counted.escalation is not None else None

@@ -167,7 +167,10 @@ def build(
     builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
     builder.add_node("repeat_reminder", node)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
+    # The model's end passes through the node too: it counts an answer there.
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
     builder.add_edge("tools", "repeat_reminder")
     builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
     graph = builder.compile(checkpointer=checkpointer)

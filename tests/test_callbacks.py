@@ -472,13 +472,13 @@ def test_turns_a_route_sends_around_the_node_are_counted_at_the_next_model_call(
     messages = invoke(builder.compile(), guard)
 
     # The third call skipped the node: its reminder was due but not delivered. The count went
-    # on, and the node delivered the reminder at five; the model then answered (seen when
-    # the thread goes on).
+    # on, and the node delivered the reminder at five; the model then answered, which ends
+    # the run and is its recovery.
     assert reminders(messages) == [("detailed", "probe", 5)]
     stats = guard.stats.snapshot()
     assert stats["reminders"] == {"probe": {"detailed": 1}}
     assert stats["undelivered"] == {"probe": {"gentle": 1}}
-    assert (stats["followed"], stats["recovered"]) == (0, 0)
+    assert (stats["followed"], stats["recovered"]) == (1, 1)
 
 
 # -- recovery -------------------------------------------------------------------------------
@@ -501,6 +501,34 @@ def test_a_model_run_that_fails_after_a_reminder_is_no_recovery() -> None:
     assert stats["reminders"] == {"probe": {"gentle": 1}}
     assert (stats["followed"], stats["recovery_rate"]) == (0, None)
     assert guard._runs == {}
+    assert guard._answering == {}
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_answer_after_a_reminder_is_counted_as_the_model_gives_it(streamed: bool) -> None:
+    # The README's graph: the model's end goes straight to END, past the node. The handler
+    # sees the answer as the model gives it, so the run it ends counts it.
+    guard = Handler()
+    graph = agent_graph(scripted(repeat("probe", SAME, 3)), [probe], guard)
+    if streamed:
+        list(graph.stream(ask(), {"callbacks": [guard]}, stream_mode="messages"))
+    else:
+        assert reminders(invoke(graph, guard)) == [("gentle", "probe", 3)]
+
+    stats = guard.stats.snapshot()
+    assert (stats["followed"], stats["recovered"], stats["recovery_rate"]) == (1, 1, 1.0)
+    assert guard._answering == {}
+
+
+def test_model_runs_whose_end_never_came_are_forgotten_past_the_run_cap() -> None:
+    guard = Handler()
+    guard.max_runs = 100
+    stranded = (("run", 0), "", ())
+    guard._answering.update(dict.fromkeys(range(100), stranded))
+    invoke(agent_graph(scripted(repeat("probe", SAME, 3)), [probe], guard), guard)
+
+    assert sorted(guard._answering) == list(range(1, 100))  # the oldest made room
+    assert guard.stats.snapshot()["followed"] == 1
 
 
 # -- construction -----------------------------------------------------------------------------

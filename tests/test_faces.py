@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
 
 from repeat_reminder_langchain import is_reminder
 
 from .conftest import Guarded, build
-from .helpers import LoopModel, ask, call, reminders, repeat, scripted, turn
+from .helpers import LoopModel, ask, assert_adjacent, call, reminders, repeat, scripted, turn
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
@@ -96,14 +97,61 @@ def test_a_model_that_answers_after_a_reminder_has_recovered(guarded: Make, thre
     agent = guarded(LoopModel(), checkpointer=InMemorySaver())
     agent.invoke(ask("loop 3"), thread)  # a reminder at 3, then the model answers
 
-    # The answer is read from the conversation when the thread goes on: the guard's next
-    # count, on every face (no face writes its record from a model call).
-    assert agent.stats.snapshot()["followed"] == 0
-    agent.invoke(ask("thanks; loop 1"), thread)
+    # Counted by the end of the run that the answer ends, on every face.
     stats = agent.stats.snapshot()
     assert (stats["followed"], stats["recovered"], stats["recovery_rate"]) == (1, 1, 1.0)
     assert stats["reminders"] == {"probe": {"gentle": 1}}
     assert stats["undelivered"] == {}
+
+    agent.invoke(ask("thanks; loop 1"), thread)  # the thread goes on: counted once only
+    assert agent.stats.snapshot()["followed"] == 1
+    agent.invoke(ask("loop 3"), thread)  # another reminder, at 3, and another answer
+    stats = agent.stats.snapshot()
+    assert (stats["followed"], stats["recovered"]) == (2, 2)
+
+
+async def test_an_async_run_counts_the_recovery_it_ends_with(guarded: Make, thread: str) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver())
+    await agent.ainvoke(ask("loop 3"), thread)
+
+    stats = agent.stats.snapshot()
+    assert (stats["followed"], stats["recovery_rate"]) == (1, 1.0)
+    await agent.ainvoke(ask("thanks"), thread)
+    assert agent.stats.snapshot()["followed"] == 1
+
+
+def test_a_run_ended_by_escalation_counts_no_recovery(guarded: Make, thread: str) -> None:
+    agent = guarded(
+        LoopModel(),
+        checkpointer=InMemorySaver(),
+        thresholds=[3],
+        escalate_after=4,
+        exit_behavior="end",
+    )
+    messages = agent.invoke(ask("loop 9"), thread)
+
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    stats = agent.stats.snapshot()
+    assert stats["escalations"] == {"probe": {"repeat": 1}}
+    assert (stats["followed"], stats["recovered"]) == (1, 0)  # the 4th call repeated the 3rd
+    agent.invoke(ask("thanks"), thread)
+    assert agent.stats.snapshot()["followed"] == 1
+
+
+def test_a_run_stopped_by_the_recursion_limit_counts_no_recovery(
+    guarded: Make, thread: str
+) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver())
+    with pytest.raises(GraphRecursionError):
+        agent.invoke(ask("loop 50"), thread, recursion_limit=20)
+
+    stats = agent.stats.snapshot()
+    assert stats["reminders"]["probe"]["gentle"] == 1
+    assert stats["followed"] >= 1
+    assert stats["recovered"] == 0
+    messages = agent.state(thread)["messages"]
+    pending = isinstance(messages[-1], AIMessage) and messages[-1].tool_calls
+    assert_adjacent(messages[:-1] if pending else messages)  # stopped before its tools or not
 
 
 def test_a_model_that_repeats_after_a_reminder_has_not_recovered(guarded: Make) -> None:

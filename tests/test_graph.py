@@ -375,15 +375,17 @@ def test_the_state_kept_node_keeps_its_counts_under_the_key_it_is_given() -> Non
 # -- route ------------------------------------------------------------------------------------
 
 
-def test_route_ends_only_after_the_guards_final_message() -> None:
+def test_route_ends_after_an_answer_or_the_guards_final_message() -> None:
     node = RepeatToolReminderNode()
     stopped = escalation_message(Escalation("probe", 6, "repeat", "{}", "end"))
     reminded = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+    result = ToolMessage("probed", tool_call_id="c1")
 
     assert node.route({"messages": [HumanMessage("go"), stopped]}) == "end"
+    assert node.route({"messages": [HumanMessage("go"), AIMessage("done")]}) == "end"
     assert node.route({"messages": [HumanMessage("go"), turn(call("probe", SAME))]}) == "continue"
-    assert node.route({"messages": [reminded]}) == "continue"  # a reminder, not the end
-    assert node.route({"messages": [AIMessage("done")]}) == "continue"
+    assert node.route({"messages": [turn(call("probe", SAME, "c1")), result]}) == "continue"
+    assert node.route({"messages": [result, reminded]}) == "continue"  # a reminder, not the end
     assert node.route({"messages": []}) == "continue"
     assert node.route({}) == "continue"
 

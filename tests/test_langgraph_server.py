@@ -400,6 +400,27 @@ async def test_private_field_stays_out_of_schemas_and_outputs(client: Any, graph
         assert FIELD not in state["values"]
 
 
+@pytest.mark.parametrize("value", ["garbage", 12345, [1, 2]])
+@pytest.mark.parametrize("graph", KEPT_IN_STATE)
+async def test_a_client_writing_anything_into_the_field_starts_the_count_over(
+    client: Any, graph: str, value: object
+) -> None:
+    thread_id = await stop_after_two_calls(client, graph)
+
+    # The middleware's reducer raised on it: HTTP 500, the thread broken.
+    await client.threads.update_state(thread_id, {FIELD: value})
+    state = await client.threads.get_state(thread_id)
+    assert state["next"] == ["tools"]
+
+    # The guard counts from the second call, whose result comes now: the fifth is its fourth.
+    messages_before = len(state["values"]["messages"])
+    assert await finish_loop(client, graph, thread_id) == [3]
+    messages = await final_messages(client, thread_id)
+    (at,) = [i for i, m in enumerate(messages) if m.get("name") == FIELD]
+    assert at > messages_before
+    assert tool_results(messages[:at]) == 4
+
+
 def _event_counts(parts: Sequence[Any], mode: str) -> list[int]:
     found = []
     for part in parts:

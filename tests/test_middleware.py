@@ -36,6 +36,7 @@ from repeat_reminder_langchain import (
 )
 
 from .helpers import (
+    LoopModel,
     ask,
     assert_adjacent,
     call,
@@ -237,6 +238,80 @@ def test_an_unreadable_stored_chain_starts_over() -> None:
     assert stored_count(agent, config) == 2
 
 
+def _stopped_after_two_calls(agent: Any, config: Any) -> None:
+    """A thread asked for a loop of 5, stopped before the tools of its second call."""
+    agent.invoke(ask("loop 5"), config, interrupt_before=["tools"])
+    agent.invoke(None, config, interrupt_before=["tools"])
+    assert agent.get_state(config).next == ("tools",)
+
+
+@pytest.mark.parametrize("value", ["garbage", 12345, [1, 2]])
+def test_a_client_writing_anything_into_the_field_starts_the_count_over(
+    value: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = agent_with(LoopModel(), RepeatToolReminderMiddleware(), checkpointer=InMemorySaver())
+    config = thread(f"written-{value!r}")
+    _stopped_after_two_calls(agent, config)
+
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        agent.update_state(config, {"repeat_tool_reminder": value})  # raised TypeError
+    (line,) = caplog.messages
+    assert "replaced" in line
+    assert type(value).__name__ in line
+    assert agent.get_state(config).values["repeat_tool_reminder"] == {}
+
+    messages = agent.invoke(None, config)["messages"]  # the thread goes on
+    assert_adjacent(messages)
+    # The second call is the first the guard counts now: the fifth is its fourth.
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    (at,) = [i for i, message in enumerate(messages) if is_reminder(message)]
+    assert sum(isinstance(message, ToolMessage) for message in messages[:at]) == 4
+    assert stored_count(agent, config) == 4
+
+
+def test_an_entry_that_is_not_a_record_is_dropped_and_the_others_are_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ours = RepeatToolReminderMiddleware(name="ours")
+    theirs = RepeatToolReminderMiddleware(name="theirs")
+    agent = agent_with(LoopModel(), ours, theirs, checkpointer=InMemorySaver())
+    config = thread("one-entry")
+    _stopped_after_two_calls(agent, config)
+
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        agent.update_state(config, {"repeat_tool_reminder": {"ours": "garbage"}})
+    (line,) = caplog.messages
+    assert "'ours'" in line
+    kept = agent.get_state(config).values["repeat_tool_reminder"]
+    assert sorted(kept) == ["theirs"]
+
+    messages = agent.invoke(None, config)["messages"]
+    assert_adjacent(messages)
+    kept = agent.get_state(config).values["repeat_tool_reminder"]
+    assert (kept["ours"]["count"], kept["theirs"]["count"]) == (4, 5)
+    assert ours.stats.snapshot()["reminders"] == {"probe": {"gentle": 1}}  # at its 3, the 4th
+    assert theirs.stats.snapshot()["reminders"] == {"probe": {"detailed": 1, "gentle": 1}}
+
+
+@pytest.mark.parametrize(
+    ("kept", "written", "merged"),
+    [
+        (None, None, {}),
+        ({"a": {"count": 2}}, None, {"a": {"count": 2}}),
+        ({"a": {"count": 2}}, {"b": {"count": 1}}, {"a": {"count": 2}, "b": {"count": 1}}),
+        # A checkpoint holding another shape: what is written replaces what cannot be kept.
+        ("garbage", {"b": {"count": 1}}, {"b": {"count": 1}}),
+        ({"turn": "t1", "count": 3}, {"b": {"count": 1}}, {"b": {"count": 1}}),
+        ({"a": [1], "b": {"count": 2}}, None, {"b": {"count": 2}}),
+        ({"a": {"count": 2}}, 7, {}),
+    ],
+)
+def test_the_fields_reducer_takes_any_value_on_either_side(
+    kept: Any, written: Any, merged: dict[str, Any]
+) -> None:
+    assert middleware_module.merge_records(kept, written) == merged
+
+
 def test_an_internal_failure_is_logged_and_the_agent_completes(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -254,6 +329,51 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
     logged = {r.getMessage() for r in caplog.records}
     assert "repeat reminder middleware failed; the run goes on without it" in logged
     assert "repeat reminder rendering failed; messages sent as stored" in logged
+
+
+def test_a_failure_counting_the_answer_at_the_end_is_logged_and_the_run_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = middleware_module.read_turn
+
+    def broken_on_answers(messages: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
+            raise RuntimeError("guard bug")
+        return real(messages, *args, **kwargs)
+
+    monkeypatch.setattr(middleware_module, "read_turn", broken_on_answers)
+    guard = RepeatToolReminderMiddleware()
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = agent_with(scripted(repeat("probe", SAME, 3)), guard).invoke(ask())["messages"]
+
+    assert messages[-1].content == "done"
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert [r.getMessage() for r in caplog.records] == [
+        "repeat reminder middleware failed; the run goes on without it"
+    ]
+    assert guard.stats.snapshot()["followed"] == 0  # not counted: nothing claimed
+
+
+def test_a_run_that_a_tool_ends_after_a_reminder_is_followed_up_when_the_thread_goes_on() -> None:
+    @tool(return_direct=True)
+    def publish(q: str = "") -> str:
+        """Publish, and end the run with this result."""
+        return "published"
+
+    script = [*repeat("probe", SAME, 3), turn(call("publish", SAME)), AIMessage("ok")]
+    guard = RepeatToolReminderMiddleware()
+    agent = agent_with(
+        scripted(script), guard, tools=[probe, publish], checkpointer=InMemorySaver()
+    )
+    config = thread("return-direct")
+    messages = agent.invoke(ask(), config)["messages"]
+
+    assert messages[-1].content == "published"  # the tool's result ended the run
+    # That turn is counted by the next model call: a reminder it drew can still reach it.
+    assert guard.stats.snapshot()["followed"] == 0
+    agent.invoke(ask("and now?"), config)
+    stats = guard.stats.snapshot()
+    assert (stats["followed"], stats["recovered"]) == (1, 1)
 
 
 def test_the_middleware_takes_a_config_or_fields() -> None:

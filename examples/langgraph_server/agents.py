@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from repeat_reminder_langchain import (
@@ -109,9 +109,15 @@ def _custom_agent(state_schema: Any, reminder_node: RepeatToolReminderNode, **sc
     # After the tools node, so the reminders follow the whole block of tool results.
     builder.add_node("repeat_reminder", reminder_node)
     builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
+    # The model's answer passes through it too: an answer after a reminder is a recovery,
+    # counted in the run it ends.
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
     builder.add_edge("tools", "repeat_reminder")
-    builder.add_edge("repeat_reminder", "agent")
+    builder.add_conditional_edges(
+        "repeat_reminder", reminder_node.route, {"continue": "agent", "end": END}
+    )
     return builder.compile()
 
 
