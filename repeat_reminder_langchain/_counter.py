@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import NamedTuple, TypedDict
 
 from .canonical import canonicalize, digest
@@ -365,7 +366,7 @@ class Counter:
             reminded = False
         tool = record.get("tool", "")
         key = record.get("key", "")
-        run = record.get("count", 0)
+        run = carried = record.get("count", 0)
         result = record.get("result", "")
         stale, limit = self._stale, self._limit
         memory = (
@@ -414,7 +415,13 @@ class Counter:
                 if due and wanted:
                     if limit is not None:
                         stopped = self._escalation(counts, call, text, new_key, position)
-                        escalation = escalation or stopped
+                        # A refused call (the streak the turn started with was at the limit
+                        # already) sent again, after the model read its refusal: a model that
+                        # does not listen is ended, not refused until the recursion limit.
+                        refused = self.blocking and carried >= limit
+                        if refused and stopped is not None and run == carried + tracked:
+                            stopped = replace(stopped, behavior="end")
+                        escalation = _reached(escalation, call, new_key, counts) or stopped
                     if stopped is None:
                         reminder = self._reminder(
                             counts,
@@ -586,5 +593,24 @@ class Counter:
                 continue
             arguments = preview(text, self._preview)
             behavior = self.config.exit_behavior
-            return Escalation(call.tool, number, detector, arguments, behavior, key, position)
+            return Escalation(
+                call.tool, number, detector, arguments, behavior, key, position, limit
+            )
         return None
+
+
+def _reached(
+    escalation: Escalation | None, call: Call, key: str, counts: Mapping[Detector, int]
+) -> Escalation | None:
+    """The escalation of a turn, with the count its loop reached by this call.
+
+    Calls of the same turn after the one that reached the limit go on with its loop (a batch
+    of identical calls runs whole): what stops it says the count they reached.
+    """
+    if escalation is None or call.tool != escalation.tool:
+        return escalation
+    number = counts.get(escalation.detector, 0)
+    same = escalation.detector == "same_error" or key == escalation.digest
+    if same and number == escalation.count + 1:
+        return replace(escalation, count=number)
+    return escalation

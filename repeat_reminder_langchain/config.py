@@ -130,10 +130,15 @@ class ReminderConfig(BaseModel):
             user-role message but the guard's own and summaries is the user.
         escalate_after: None (the default: advise only), or a count greater than every
             threshold of the detectors in use, at which the guard stops the loop instead of
-            reminding, as `exit_behavior` says.
+            reminding, as `exit_behavior` says. `"end"`, `"error"` and `"interrupt"` let
+            that many identical calls run (a turn's whole batch runs, and is the count
+            said); `"block"` lets one fewer run, since the call that would reach the limit
+            is the one refused (a refused call counts).
         exit_behavior: How the guard stops a loop: `"end"` the run with a final message,
             raise `RepeatToolLoopError` (`"error"`), `interrupt()` for a human
-            (`"interrupt"`), or, with the middleware only, `"block"` the repeated call.
+            (`"interrupt"`), or, with the middleware only, `"block"` the repeated call: it
+            gets an error result and the model decides; a model that reads the refusal and
+            sends the same call again in a later turn is ended as `"end"` ends a run.
 
     A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.

@@ -20,8 +20,9 @@ class RepeatToolLoopError(RuntimeError):
     Attributes:
         tool: The tool called.
         arguments: The call's canonical arguments, cut to the preview cap.
-        count: What the detector counted.
+        count: The count the calls reached (a turn's whole batch of identical calls).
         detector: Which detector reached the limit.
+        escalate_after: The limit it reached.
         thread_id: The conversation, if the run had one.
     """
 
@@ -30,10 +31,12 @@ class RepeatToolLoopError(RuntimeError):
         self.arguments = escalation.arguments
         self.count = escalation.count
         self.detector = escalation.detector
+        self.escalate_after = escalation.limit
         self.thread_id = thread_id
         super().__init__(
-            f"repeat tool loop stopped: {escalation.summary} ({escalation.detector}), "
-            f"arguments {escalation.arguments}, thread {thread_id}"
+            f"repeat tool loop stopped: {escalation.summary} ({escalation.detector}, "
+            f"escalate_after={escalation.limit}), arguments {escalation.arguments}, "
+            f"thread {thread_id}"
         )
 
 

@@ -4,7 +4,7 @@ Events are LangChain custom events (`repeat_tool_reminder`, `repeat_tool_escalat
 show in `astream_events` and in LangSmith traces) and entries of the graph's custom stream
 (`stream_mode="custom"`, which LangGraph server clients watch), as
 `{"repeat_tool_reminder": {...}}`. Log lines go to the `repeat_reminder_langchain` logger:
-reminders at INFO, escalations at WARNING, with the arguments only as a digest.
+reminders at INFO with the arguments only as a digest, escalations at WARNING with their preview.
 """
 
 from __future__ import annotations
@@ -231,14 +231,20 @@ def _record(
     if counted.escalation is not None:
         escalation = counted.escalation
         escalated = escalation_event(escalation, config, thread, acted=delivered)
+        if not escalated["acted"]:
+            outcome = "repeat tool loop would be stopped"
+        elif escalation.behavior == "block":
+            outcome = "repeat tool call refused"  # the model decides what comes next
+        else:
+            outcome = f"repeat tool loop stopped ({escalation.behavior})"
         logger.warning(
-            "repeat tool loop %s: %s (%s, %s count reached %s), arguments %s, thread %s, run %s",
-            f"stopped ({escalation.behavior})" if escalated["acted"] else "would be stopped",
+            "%s: %s (%s, %s count reached escalate_after=%s), arguments %s, thread %s, run %s",
+            outcome,
             escalation.summary,
             escalation.behavior,
             escalation.detector,
-            config.escalate_after,
-            escalation.digest,
+            escalation.limit,
+            escalation.arguments,
             thread,
             run,
             extra={ESCALATION_EVENT: escalated, "thread_id": thread, "run_id": run},

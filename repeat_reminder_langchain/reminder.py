@@ -187,12 +187,15 @@ class Escalation:
 
     Attributes:
         tool: The tool called.
-        count: What the detector counted.
+        count: What the detector counted, by the last call of the turn that went on with
+            the loop (a batch of identical calls runs whole, and is counted whole).
         detector: Which detector reached the limit.
         arguments: The call's canonical arguments, cut to the preview cap.
-        behavior: The configured `exit_behavior`.
+        behavior: What the guard does: the configured `exit_behavior`, but `"end"` for a
+            model that sends a call again after reading its refusal (`"block"`).
         digest: A fingerprint of the full canonical arguments.
         position: The call's position among the calls of its model turn.
+        limit: The `escalate_after` it reached.
     """
 
     tool: str
@@ -202,6 +205,7 @@ class Escalation:
     behavior: ExitBehavior
     digest: str = ""
     position: int = 0
+    limit: int = 0
 
     @property
     def text(self) -> str:

@@ -289,12 +289,41 @@ def test_one_reminder_per_call_repeat_first_then_same_error_then_stale() -> None
     assert play(apart, everything)[1] == [("same_error", "gentle", "probe", 2)]
 
 
+def test_a_failure_streak_that_overshoots_the_limit_in_one_turn_says_how_far_it_went() -> None:
+    config = ReminderConfig(
+        thresholds=[2], detect=["repeat", "same_error"], same_error_thresholds=[2], escalate_after=3
+    )
+    failing = [c(args={"n": n}, result="Error: no", error=True) for n in range(5)]
+    counted = count({}, "t", [*failing, c(tool="other", result="Error: no", error=True)], config)
+
+    assert counted.escalation is not None
+    assert (counted.escalation.detector, counted.escalation.count) == ("same_error", 5)
+
+
+def test_a_blocked_call_sent_again_in_a_later_turn_ends_the_run() -> None:
+    config = ReminderConfig(thresholds=[2], escalate_after=3, exit_behavior="block")
+    counter = Counter(config)
+    refused = counter.count({}, Turn("t1", (c("a"), c("b"), c("c"), c("d"))))
+    assert refused.escalation is not None
+    assert (refused.escalation.behavior, refused.escalation.count) == ("block", 4)
+    assert refused.record is not None
+
+    again = counter.count(refused.record, Turn("t2", (c("e"),)))
+    assert again.escalation is not None
+    assert (again.escalation.behavior, again.escalation.count) == ("end", 5)
+    # Another call first, then the refused one: a new run of calls, not a refusal ignored.
+    changed = counter.count(refused.record, Turn("t3", (c("f", args={"q": 2}), c("g"))))
+    assert changed.escalation is None
+
+
 def test_a_count_at_the_limit_escalates_instead_of_reminding() -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3)
     counted = count({}, "t", [c("a"), c("b"), c("c"), c("d")], config)
     assert counted.reminders == ()  # the escalation replaces the turn's reminders
     assert counted.escalation is not None
-    assert (counted.escalation.count, counted.escalation.position) == (3, 2)
+    # Reached by the third call; the fourth went on with the loop, and the count says so.
+    assert (counted.escalation.count, counted.escalation.position) == (4, 2)
+    assert counted.escalation.limit == 3
     reminded = count({}, "t", [c("a"), c("b")], config).reminders[0]
     assert counted.escalation.digest == reminded.digest  # the event's arguments_digest
 

@@ -141,7 +141,7 @@ def test_escalation_by_error_prints_it_on_one_line_and_exits_1(
     assert "job_status(job_id=" in captured.out  # the conversation up to the stop
     errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
     assert errors == [
-        "error: repeat tool loop stopped: job_status × 9 (repeat), arguments "
+        "error: repeat tool loop stopped: job_status × 9 (repeat, escalate_after=9), arguments "
         '{"job_id":"nightly-build-7"}, thread demo'
     ]
 

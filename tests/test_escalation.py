@@ -120,6 +120,61 @@ def test_parallel_calls_in_the_escalating_turn_all_keep_their_results(guarded: M
     assert ended(messages) is not None and ended(messages)["count"] == 6  # type: ignore[index]
 
 
+# -- a batch that overshoots the limit ----------------------------------------------------------
+
+OVERSHOOT: dict[str, Any] = {"thresholds": [3], "escalate_after": 4}
+
+
+def _overshoot() -> Any:
+    """One model turn of five identical calls: all run, past a limit of four."""
+    return scripted([turn(*(call("probe", {"q": "same"}) for _ in range(5)))])
+
+
+def test_end_says_the_count_a_batch_reached(guarded: Make, thread: str) -> None:
+    agent = guarded(_overshoot(), checkpointer=InMemorySaver(), exit_behavior="end", **OVERSHOOT)
+    messages = agent.invoke(ask(), thread)
+
+    assert_adjacent(messages)
+    assert sum(isinstance(m, ToolMessage) for m in messages) == 5  # the batch ran whole
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["count"], tag["summary"]) == (5, "probe × 5")  # said 4
+    assert "5 times" in str(messages[-1].content)
+    assert kept_record(agent, thread)["count"] == 5
+
+
+def test_error_says_the_count_a_batch_reached_and_its_limit(guarded: Make, thread: str) -> None:
+    agent = guarded(_overshoot(), checkpointer=InMemorySaver(), exit_behavior="error", **OVERSHOOT)
+    with pytest.raises(RepeatToolLoopError) as raised:
+        agent.invoke(ask(), thread)
+
+    assert (raised.value.count, raised.value.escalate_after) == (5, 4)
+    assert "probe × 5 (repeat, escalate_after=4)" in str(raised.value)
+    assert_adjacent(agent.state(thread)["messages"])
+
+
+def test_interrupt_asks_with_the_count_a_batch_reached(guarded: Make, thread: str) -> None:
+    agent = guarded(
+        _overshoot(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **OVERSHOOT
+    )
+    result = agent.graph.invoke(ask(), agent.run_config(thread))
+    (pending,) = result["__interrupt__"]
+
+    assert pending.value["count"] == 5
+    assert "(repeat, 5 times)" in pending.value["question"]
+
+
+def test_the_count_said_is_that_of_the_loop_not_of_calls_after_it() -> None:
+    # After the loop that reached the limit, another call of the same tool: it is not the loop.
+    calls = [call("probe", {"q": "same"}) for _ in range(4)] + [call("probe", {"q": "new"})]
+    agent = build("middleware", scripted([turn(*calls)]), exit_behavior="end", **OVERSHOOT)
+    tag = ended(agent.invoke(ask()))
+
+    assert tag is not None
+    assert tag["count"] == 4
+
+
+# -- error ------------------------------------------------------------------------------------
 # -- error ------------------------------------------------------------------------------------
 
 
@@ -281,6 +336,53 @@ async def test_block_in_async_runs() -> None:
     assert sum(isinstance(m, ToolMessage) and m.status == "error" for m in messages) == 2
 
 
+def test_block_ends_a_model_that_sends_a_refused_call_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A model that never changes course: LangGraph's recursion limit ended it before.
+    probe, ran = _counted_probe()
+    script = [turn(call("probe", {"q": "same"})) for _ in range(40)]
+    agent = build(
+        "middleware",
+        scripted(script),
+        tools=[probe],
+        checkpointer=InMemorySaver(),
+        exit_behavior="block",
+        escalate_after=10,
+    )
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        messages = agent.invoke(ask(), "stubborn", recursion_limit=40)
+
+    assert ran == ["same"] * 9  # the tenth was refused, the eleventh too, then the run ended
+    refused = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
+    assert len(refused) == 2
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["level"], tag["count"]) == ("escalated", 11)
+    assert isinstance(messages[-2], ToolMessage)  # the refused call has its result first
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert lines[0].startswith("repeat tool call refused: probe × 10 (block, repeat count")
+    assert 'arguments {"q":"same"}' in lines[0]  # previewed, as the other escalations do
+    assert lines[1].startswith("repeat tool loop stopped (end): probe × 11 (end, repeat")
+    assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 2}}
+
+
+def test_block_lets_the_model_read_refusals_of_one_turn_before_it_ends_anything() -> None:
+    # The refusals of one turn are read together: sending the call again within the turn
+    # is not a model that saw them and went on.
+    probe, ran = _counted_probe()
+    script = [turn(call("probe", {"q": "same"})) for _ in range(5)]
+    script += [turn(*(call("probe", {"q": "same"}) for _ in range(3)))]
+    agent = build("middleware", scripted(script), tools=[probe], exit_behavior="block", **LIMIT)
+    messages = agent.invoke(ask())
+
+    assert_adjacent(messages)
+    assert ran == ["same"] * 5
+    assert sum(isinstance(m, ToolMessage) and m.status == "error" for m in messages) == 3
+    assert messages[-1].content == "done"  # the model decided; the run was not ended
+
+
 def test_block_needs_the_middleware() -> None:
     with pytest.raises(TypeError, match="needs RepeatToolReminderMiddleware"):
         RepeatToolReminderNode(exit_behavior="block", **LIMIT)
@@ -323,11 +425,14 @@ def test_escalation_settings_fail_loud() -> None:
 # -- the escalation module's own pieces --
 
 
-def test_the_loop_error_says_what_was_stopped_where() -> None:
-    stopped = Escalation("probe", 6, "repeat", '{"q":"same"}', "error")
-    assert str(RepeatToolLoopError(stopped, "thread-7")) == (
-        'repeat tool loop stopped: probe × 6 (repeat), arguments {"q":"same"}, thread thread-7'
+def test_the_loop_error_says_what_was_stopped_where_and_its_limit() -> None:
+    stopped = Escalation("probe", 7, "repeat", '{"q":"same"}', "error", limit=6)
+    error = RepeatToolLoopError(stopped, "thread-7")
+    assert str(error) == (
+        "repeat tool loop stopped: probe × 7 (repeat, escalate_after=6), "
+        'arguments {"q":"same"}, thread thread-7'
     )
+    assert (error.count, error.escalate_after) == (7, 6)
     assert str(RepeatToolLoopError(stopped)).endswith(", thread None")
 
 
