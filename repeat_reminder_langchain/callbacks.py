@@ -30,7 +30,7 @@ from typing_extensions import Unpack
 from ._conversation import read_turn
 from ._counter import NOTHING, Counter, Record, Turn
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report, warn_wiring
+from .events import Misplaced, report, warn_wiring
 from .metrics import instance_name, metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, is_reminder
@@ -158,6 +158,16 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         (3, 5, 8)
 
     """
+
+    # Given to create_agent(middleware=[...]) by mistake, it fails where create_agent reads
+    # a middleware's hooks, saying what goes there.
+    wrap_tool_call = awrap_tool_call = wrap_model_call = awrap_model_call = Misplaced(
+        "RepeatToolReminderCallbackHandler is a callback handler, not middleware: for "
+        "create_agent(middleware=[...]) use RepeatToolReminderMiddleware; the handler goes in "
+        "the run's callbacks (config={'callbacks': [handler]}) with a RepeatToolReminderNode "
+        "after the tools node of your own graph"
+    )
+    before_agent = before_model = after_model = after_agent = wrap_tool_call
 
     # Callbacks run in the thread that fires them, not in an executor: the handler only
     # records where runs sit and reads the conversation, and must see runs in the order

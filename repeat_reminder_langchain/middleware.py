@@ -26,7 +26,7 @@ from ._apply import Action, StateStore, act
 from ._conversation import read_turn
 from ._counter import NOTHING, Count, Counter, Record
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import areport, current_run_config, report, thread_of
+from .events import Misplaced, areport, current_run_config, report, thread_of
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
 from .metrics import metrics_for
 from .policy import ToolPolicies
@@ -145,6 +145,15 @@ class RepeatToolReminderMiddleware(
     """
 
     state_schema = RepeatToolReminderMiddlewareState  # type: ignore[assignment]  # as LangChain's own do
+
+    # Passed in a run's callbacks by mistake, it fails where LangChain's callback manager
+    # reads a handler's flags, saying what goes there.
+    raise_error = run_inline = Misplaced(
+        "RepeatToolReminderMiddleware is middleware, not a callback handler: pass it to "
+        "create_agent(middleware=[...]); in the run's callbacks goes "
+        "RepeatToolReminderCallbackHandler, with a RepeatToolReminderNode after the tools "
+        "node of your own graph"
+    )
 
     def __init__(
         self,

@@ -35,8 +35,10 @@ class RepeatToolReminderWarning(RuntimeWarning):
 
     Its reminders reach no model (no node after the tools node), its node runs before the
     results it counts, outside its handler's sight, or on a state without its field. Each is
-    said once per guard, in the log and as this warning, which `-W error::...` or
-    `warnings.simplefilter("error", RepeatToolReminderWarning)` turns into an error.
+    said once per guard, as this warning, pointing at the user's line that ran the graph
+    where it is on the stack; `-W error::...` or
+    `warnings.simplefilter("error", RepeatToolReminderWarning)` turns it into an error, and
+    `logging.captureWarnings(True)` sends it to the log.
     """
 
 

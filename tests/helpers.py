@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -28,6 +30,7 @@ from pydantic import Field
 from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
+    RepeatToolReminderWarning,
     is_reminder,
     prepare_messages,
 )
@@ -259,6 +262,17 @@ class LoopModel(BaseChatModel):
         else:
             reply = turn(call(self.tool, dict(self.args), f"call_{uuid.uuid4().hex[:12]}"))
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def wiring_warnings(recorded: Sequence[warnings.WarningMessage], text: str = "") -> list[str]:
+    """The guard's wiring warnings among `recorded` (pytest's `recwarn`), those saying `text`.
+
+    Each must point at this test module's line that ran the graph: the user's code.
+    """
+    found = [w for w in recorded if issubclass(w.category, RepeatToolReminderWarning)]
+    for warning in found:
+        assert warning.filename.startswith(os.path.dirname(__file__)), warning.filename
+    return [str(w.message) for w in found if text in str(w.message)]
 
 
 def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:

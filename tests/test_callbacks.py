@@ -25,6 +25,7 @@ from repeat_reminder_langchain import (
     ConfigError,
     ReminderConfig,
     RepeatToolReminderCallbackHandler,
+    RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderWarning,
 )
@@ -43,6 +44,7 @@ from .helpers import (
     repeat,
     scripted,
     turn,
+    wiring_warnings,
 )
 
 SAME = {"q": "same"}
@@ -353,18 +355,6 @@ def wired(model: Any, guard: Handler, wiring: str) -> Any:
     return builder.compile()
 
 
-def guard_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [
-        r.getMessage()
-        for r in caplog.records
-        if r.name == "repeat_reminder_langchain" and r.levelno == logging.WARNING
-    ]
-
-
-def undelivered_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [w for w in guard_warnings(caplog) if "reach no model" in w]
-
-
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_without_a_node_reminders_are_counted_but_not_delivered(
     wiring: str, caplog: pytest.LogCaptureFixture
@@ -411,28 +401,32 @@ def test_without_a_node_each_handler_warns_once_naming_the_node_and_the_middlewa
     wiring: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     first, second = Handler(), Handler()
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        for _ in range(2):
-            graph = wired(scripted(repeat("probe", SAME, 5)), first, wiring)
-            assert_adjacent(graph.invoke(ask(), {"callbacks": [first]})["messages"])
-        (warning,) = undelivered_warnings(caplog)
-        graph = wired(scripted(repeat("probe", SAME, 3)), second, wiring)
-        assert_adjacent(graph.invoke(ask(), {"callbacks": [second]})["messages"])
+    # Every warning is recorded, even one from the same line: Python's default shows each
+    # line's once, which would hide whether the handler warned again.
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+            for _ in range(2):
+                graph = wired(scripted(repeat("probe", SAME, 5)), first, wiring)
+                assert_adjacent(graph.invoke(ask(), {"callbacks": [first]})["messages"])
+            (warning,) = wiring_warnings(recorded, "reach no model")
+            graph = wired(scripted(repeat("probe", SAME, 3)), second, wiring)
+            assert_adjacent(graph.invoke(ask(), {"callbacks": [second]})["messages"])
 
     assert "RepeatToolReminderNode" in warning
     assert "RepeatToolReminderMiddleware" in warning
-    assert undelivered_warnings(caplog) == [warning, warning]  # one per handler
+    assert wiring_warnings(recorded, "reach no model") == [warning, warning]  # one per handler
+    assert caplog.records == []  # said once: as a warning, not in the log as well
 
 
 def test_a_node_placed_before_the_tools_also_says_where_it_belongs(
-    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     guard = Handler()
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        graph = wired(scripted(repeat("probe", SAME, 3)), guard, "node_before_tools")
-        assert_adjacent(graph.invoke(ask(), {"callbacks": [guard]})["messages"])
+    graph = wired(scripted(repeat("probe", SAME, 3)), guard, "node_before_tools")
+    assert_adjacent(graph.invoke(ask(), {"callbacks": [guard]})["messages"])
 
-    placement = [w for w in guard_warnings(caplog) if "ran before the results" in w]
+    placement = wiring_warnings(recwarn, "ran before the results")
     assert placement == [
         "RepeatToolReminderNode ran before the results of the tool calls it follows, so it "
         "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
@@ -440,14 +434,14 @@ def test_a_node_placed_before_the_tools_also_says_where_it_belongs(
 
 
 def test_without_a_node_in_observe_mode_the_handler_reports_and_does_not_warn(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, recwarn: pytest.WarningsRecorder
 ) -> None:
     guard = Handler(mode="observe")
     with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
         agent = create_agent(scripted(repeat("probe", SAME, 3)), tools=[probe])
         assert_adjacent(agent.invoke(ask(), {"callbacks": [guard]})["messages"])
 
-    assert guard_warnings(caplog) == []
+    assert wiring_warnings(recwarn) == []
     lines = [r.getMessage() for r in caplog.records]
     assert any(line.startswith("repeat tool reminder observed, not sent") for line in lines)
     assert guard.stats.snapshot()["undelivered"] == {"probe": {"gentle": 1}}
@@ -599,15 +593,27 @@ def test_a_node_whose_run_is_outside_any_graph_counts_nothing() -> None:
 # -- wiring mistakes warn as Python warns -----------------------------------------------------
 
 
-def test_reminders_that_reach_no_model_warn_with_logging_set_above_warning(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_a_wiring_warning_points_at_the_users_line_from_async_runs_too() -> None:
     guard = Handler()
     graph = wired(scripted(repeat("probe", SAME, 3)), guard, "create_agent")
-    with caplog.at_level(logging.ERROR), pytest.warns(RepeatToolReminderWarning) as warned:
-        assert_adjacent(graph.invoke(ask(), {"callbacks": [guard]})["messages"])
-    assert [str(w.message) for w in warned if "reach no model" in str(w.message)] != []
-    assert undelivered_warnings(caplog) == []  # logging said nothing at ERROR
+    with pytest.warns(RepeatToolReminderWarning, match="reach no model") as warned:
+        asyncio.run(graph.ainvoke(ask(), {"callbacks": [guard]}))
+
+    (warning,) = warned
+    assert warning.filename == __file__  # the line above, where the run was started
+
+
+def test_the_faces_mixed_up_fail_naming_the_right_place() -> None:
+    model = scripted(repeat("probe", SAME, 3))
+    with pytest.raises(AttributeError, match=r"callback handler, not middleware: .*Middleware"):
+        create_agent(model, tools=[probe], middleware=[Handler()])  # type: ignore[list-item]
+
+    agent = create_agent(model, tools=[probe])
+    misplaced = {"callbacks": [RepeatToolReminderMiddleware()]}
+    with pytest.raises(AttributeError, match=r"middleware, not a callback handler: .*Handler"):
+        agent.invoke(ask(), misplaced)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError, match=r"middleware, not a callback handler"):
+        asyncio.run(agent.ainvoke(ask(), misplaced))  # type: ignore[arg-type]
 
 
 def test_a_wiring_warning_made_an_error_fails_the_run_and_nothing_else_does() -> None:

@@ -39,6 +39,7 @@ from .helpers import (
     repeat,
     scripted,
     turn,
+    wiring_warnings,
 )
 
 SAME = {"q": "same"}
@@ -424,18 +425,15 @@ def test_a_graph_routed_by_the_node_ends_where_the_guard_stopped_the_loop(face: 
 
 
 def test_the_node_without_the_handler_in_the_callbacks_warns_once_and_adds_nothing(
-    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     guard = RepeatToolReminderCallbackHandler()
     graph = agent_graph(scripted(repeat("probe", SAME, 4)), [probe], guard)
-
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        messages = graph.invoke(ask())["messages"]
+    messages = graph.invoke(ask())["messages"]
 
     assert_adjacent(messages)
     assert reminders(messages) == []
-    warnings = [r for r in caplog.records if "pass the handler" in r.getMessage()]
-    assert len(warnings) == 1
+    assert len(wiring_warnings(recwarn, "pass the handler")) == 1
 
 
 def _state_kept_node_before_the_tools() -> tuple[Any, RepeatToolReminderNode]:
@@ -462,18 +460,17 @@ def test_a_state_kept_node_before_the_tools_node_never_sees_a_finished_turn() ->
 
 
 def test_a_misplaced_state_kept_node_is_not_told_its_state_lacks_the_field(
-    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     graph, _ = _state_kept_node_before_the_tools()
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        assert_adjacent(graph.invoke(ask())["messages"])
+    assert_adjacent(graph.invoke(ask())["messages"])
 
-    warned = [r.getMessage() for r in caplog.records if r.name == "repeat_reminder_langchain"]
-    assert not any("which this graph's state does not have" in line for line in warned), warned
+    assert wiring_warnings(recwarn, "ran before the results")  # what it is told instead
+    assert wiring_warnings(recwarn, "which this graph's state does not have") == []
 
 
 def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_lacks_the_field(
-    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     # A thread that went on before the guard was added: tool turns, and no field yet.
     history: list[BaseMessage] = [HumanMessage("go")]
@@ -484,13 +481,11 @@ def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_la
     graph = agent_graph(
         model, [probe], None, after_tools=RepeatToolReminderNode(), state=RepeatToolReminderState
     )
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        messages = graph.invoke({"messages": history})["messages"]
+    messages = graph.invoke({"messages": history})["messages"]
 
     assert_adjacent(messages)
     assert reminders(messages) == [("gentle", "probe", 3)]
-    warned = [r.getMessage() for r in caplog.records if r.name == "repeat_reminder_langchain"]
-    assert not any("which this graph's state does not have" in line for line in warned), warned
+    assert wiring_warnings(recwarn) == []
 
 
 def test_a_state_kept_node_remembers_a_bounded_number_of_threads() -> None:

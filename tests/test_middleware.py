@@ -45,6 +45,7 @@ from .helpers import (
     repeat,
     scripted,
     turn,
+    wiring_warnings,
 )
 
 SAME = {"q": "same"}
@@ -420,21 +421,17 @@ def test_a_node_without_a_handler_counts_from_state_across_runs() -> None:
 
 
 def test_a_node_without_a_handler_warns_when_the_state_has_no_field(
-    caplog: pytest.LogCaptureFixture,
+    recwarn: pytest.WarningsRecorder,
 ) -> None:
     from langgraph.graph import MessagesState
 
     graph = _stateful_graph(
         scripted(repeat("probe", SAME, 4)), RepeatToolReminderNode(), MessagesState
     )
-    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
-        messages = graph.invoke(ask(), thread("no-field"))["messages"]
+    messages = graph.invoke(ask(), thread("no-field"))["messages"]
 
     assert reminders(messages) == []
-    warnings_logged = [
-        r for r in caplog.records if "state field 'repeat_tool_reminder'" in r.getMessage()
-    ]
-    assert len(warnings_logged) == 1
+    assert len(wiring_warnings(recwarn, "state field 'repeat_tool_reminder'")) == 1
 
 
 # -- deepagents -------------------------------------------------------------------------------

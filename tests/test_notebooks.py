@@ -131,7 +131,8 @@ PROMISED = {
         "25 user The job finished hours ago: read its log.",
         '26 assistant → read_log(job="nightly-7")',
         "WARNING repeat_reminder_langchain: repeat tool loop stopped (interrupt): job_status × 10",
-        "RepeatToolLoopError: repeat tool loop stopped: job_status × 10 (repeat, escalate_after=10)",
+        "RepeatToolLoopError: repeat tool loop stopped: job_status × 10 "
+        "(repeat, escalate_after=10)",
         "{'tool': 'job_status', 'arguments': '{\"job\":\"nightly-7\"}', 'count': 10, "
         "'detector': 'repeat', 'thread_id': 'nightly-7-batch'}",
         "the checkpoint ends with: ToolMessage",
