@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import runpy
 import subprocess
 import sys
@@ -189,3 +190,36 @@ def test_importing_the_main_module_runs_nothing(capsys: pytest.CaptureFixture[st
     module = importlib.import_module("repeat_reminder_langchain.__main__")
     assert module.main is main
     assert capsys.readouterr().out == ""
+
+
+def closed_pipe() -> int:
+    """The writing end of a pipe whose reader is gone, as `| head -1` leaves it once done."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+@pytest.mark.parametrize("command", ["demo", "audit"])
+def test_output_piped_to_a_reader_that_stops_early(command: str, log: str) -> None:
+    argv = [command] if command == "demo" else [command, log]
+    pipe = closed_pipe()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "repeat_reminder_langchain", *argv],
+            stdout=pipe,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(pipe)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_reader_gone_away_is_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process too (the subprocesses above are not measured for coverage).
+    with os.fdopen(closed_pipe(), "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        assert main(["demo"]) == 0
+        monkeypatch.undo()

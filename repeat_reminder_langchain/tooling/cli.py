@@ -511,6 +511,24 @@ def _shown() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
+        code = _run(argv)
+        sys.stdout.flush()  # a reader gone away is met here, not when the interpreter exits
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): it has what it wanted, and that is no error.
+        _discard_output()
+        return 0
+    return code
+
+
+def _discard_output() -> None:
+    """Send what is left of standard output nowhere, so that no flush at exit fails again."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, sys.stdout.fileno())
+    os.close(nowhere)
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
         args = _parser().parse_args(argv)
         config = _config(args)
         if args.command == "demo":
