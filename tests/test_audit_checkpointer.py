@@ -6,8 +6,10 @@ import hashlib
 import json
 import operator
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -635,12 +637,22 @@ def test_a_sqlite_file_that_is_no_checkpointer(
         conn.execute("CREATE TABLE checkpoints (id TEXT)")
     text = tmp_path / "notes.db"
     text.write_text("not a database, just text that is long enough to have a header\n" * 20)
+    os.mkfifo(tmp_path / "pipe")  # not waited on: a reader would wait for a writer
+    long = "x" * 300
+    columns = tmp_path / "columns.db"  # the tables, but not as the saver writes them
+    with closing(sqlite3.connect(columns)) as conn, conn:
+        conn.execute("CREATE TABLE checkpoints (id TEXT)")
+        conn.execute("CREATE TABLE writes (id TEXT)")
     wanted = {
         f"sqlite:///{other}": f"sqlite:///{other}: holds no LangGraph checkpoints (no table "
         "writes): is it the checkpointer's database?",
         f"sqlite:///{text}": f"sqlite:///{text}: not an SQLite database (file is not a database)",
         f"sqlite:///{tmp_path / 'none.db'}": f"sqlite:///{tmp_path / 'none.db'}: no such file",
         f"sqlite:///{tmp_path}": f"sqlite:///{tmp_path}: is a directory",
+        f"sqlite:///{tmp_path / 'pipe'}": f"sqlite:///{tmp_path / 'pipe'}: is not a regular file",
+        f"sqlite:///{tmp_path / long}": f"sqlite:///{tmp_path / long}: File name too long",
+        f"sqlite:///{columns}": f"sqlite:///{columns}: cannot read the checkpoints (no such "
+        "column: c.thread_id)",
         "sqlite://x.db": "sqlite://x.db: a SQLite file is named sqlite:///PATH (relative) or "
         "sqlite:////PATH (absolute)",
         "sqlite:///": "sqlite:///: a SQLite file is named sqlite:///PATH (relative) or "
@@ -673,6 +685,111 @@ def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
     )
     assert database.snapshot() == before
     assert database.execute("PRAGMA journal_mode") == [("delete",)]
+
+
+NOBODY = 65534  # the user of no one, on Linux
+
+
+@contextmanager
+def as_another_user() -> Iterator[None]:
+    """This process as a user that file permissions hold back: root reads any file."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.fixture
+def shared_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder any user may enter (pytest's own are the running user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="repeat-reminder-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            path.chmod(0o700)
+        shutil.rmtree(folder)
+
+
+def test_a_sqlite_file_this_user_may_not_read(
+    tmp_path: Path, shared_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = _sqlite_database(tmp_path)
+    with database.saver() as saver:
+        run_agents(saver)
+    assert database.path is not None
+    unreadable = shared_folder / "unreadable.sqlite"
+    shutil.copy(database.path, unreadable)
+    unreadable.chmod(0)
+    shut = shared_folder / "shut"
+    shut.mkdir()
+    shutil.copy(database.path, shut / "threads.sqlite")
+    shut.chmod(0)
+
+    with as_another_user():
+        read = one_error(capsys, ["audit", "--checkpointer", f"sqlite:///{unreadable}"])
+        enter = one_error(capsys, ["audit", "--checkpointer", f"sqlite:///{shut}/threads.sqlite"])
+    assert read == f"sqlite:///{unreadable}: permission denied: this user may not read it"
+    assert enter == (
+        f"sqlite:///{shut}/threads.sqlite: permission denied: this user may not enter a "
+        "directory of its path"
+    )
+
+
+def test_a_sqlite_file_another_process_writes_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = _sqlite_database(tmp_path)
+    with database.saver() as saver:
+        run_agents(saver)
+    database.execute("PRAGMA journal_mode=DELETE")  # a rollback journal: a writer shuts readers out
+    monkeypatch.setattr(checkpointer, "_LOCK_WAIT", 0.05)
+    assert database.path is not None
+    with closing(sqlite3.connect(database.path, isolation_level=None)) as writer:
+        writer.execute("BEGIN EXCLUSIVE")
+        line = one_error(capsys, ["audit", "--checkpointer", database.url])
+        writer.execute("ROLLBACK")
+    assert line == (
+        f"{database.url}: locked by another process, which is writing to it (waited 0.05 s): "
+        "audit it when that is done, or a copy of it"
+    )
+    assert run_json(capsys, ["audit", "--checkpointer", database.url])["conversations"] == 4
+
+
+@NEEDS_POSTGRES
+def test_a_role_without_a_grant(postgres: Database, capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    role = "repeat_reminder_reader"
+    assert POSTGRES is not None
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+    with postgres.saver() as saver:
+        run_agents(saver)
+    parts = urlsplit(postgres.url)
+    url = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+    needs = (
+        "the role needs SELECT on checkpoints, checkpoint_blobs, checkpoint_writes, "
+        "checkpoint_migrations"
+    )
+
+    postgres.execute(f"GRANT SELECT ON checkpoints, checkpoint_blobs, checkpoint_writes TO {role}")
+    assert one_error(capsys, ["audit", "--checkpointer", url]) == (
+        f"{url}: cannot read the checkpoints (permission denied for table checkpoint_migrations)"
+        f": {needs}"
+    )
+    postgres.execute(f"GRANT SELECT ON checkpoint_migrations TO {role}")
+    postgres.execute(f"REVOKE SELECT ON checkpoint_blobs FROM {role}")
+    assert one_error(capsys, ["audit", "--checkpointer", url]) == (
+        f"{url}: cannot read the checkpoints (permission denied for table checkpoint_blobs)"
+        f": {needs}"
+    )
 
 
 @NEEDS_POSTGRES
