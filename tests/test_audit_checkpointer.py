@@ -57,6 +57,7 @@ from .helpers import (
     model_node,
     one_error,
     probe,
+    usage_error,
 )
 
 POSTGRES = os.environ.get("REPEAT_REMINDER_POSTGRES_DSN")
@@ -348,6 +349,12 @@ def test_each_thread_is_audited_as_its_messages_are(
         assert [(f["position"], f["count"], f["level"]) for f in findings] == expected(runs[thread])
     assert expected(runs["c-plain"]) == [(5, 3, "gentle"), (9, 5, "detailed")]
     assert list(found["findings"][0])[:4] == ["conversation", "id", "checkpoint", "position"]
+    # The guard ran on the first two threads: the reminders it sent are there, and marked.
+    assert {(f["id"], f["sent"]) for f in found["findings"]} == {
+        ("a-middleware", True),
+        ("b-state", True),
+        ("c-plain", False),
+    }
     assert database.snapshot() == before  # read, never written
 
 
@@ -362,9 +369,10 @@ def test_the_text_and_html_name_the_thread_and_its_checkpoint(
     assert main(["audit", "--checkpointer", database.url, "--html", str(report)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "4 threads · 20 tool calls · thresholds 3, 5, 8"
-    start = lines.index("findings: the reminders the guard would have sent")
+    start = lines.index("findings: the reminders the guard sent (sent: yes) or would have sent")
     header = lines[start + 1].split()
     assert header[:4] == ["conversation", "thread", "checkpoint", "message"]
+    assert header[-2:] == ["sent", "arguments"]
     assert [line.split()[1:4] for line in lines[start + 2 :] if "c-plain" in line] == [
         ["c-plain", plain, "5"],
         ["c-plain", plain, "9"],
@@ -372,6 +380,7 @@ def test_the_text_and_html_name_the_thread_and_its_checkpoint(
     page = report.read_text(encoding="utf-8")
     assert f"conversation 2 · thread c-plain · checkpoint {plain}" in page
     assert "<th>thread</th><th>checkpoint</th>" in page
+    assert "Findings: the reminders the guard sent (sent: yes) or would have sent" in page
 
 
 def test_fail_on_works_on_threads(database: Database, capsys: pytest.CaptureFixture[str]) -> None:
@@ -493,8 +502,26 @@ def test_a_subgraphs_namespace_in_every_run(
     assert (found["conversations"], found["flagged"][0]["checkpoint"]) == (1, last_id)
     found = run_json(capsys, [*url, "--namespace", first])
     assert (found["conversations"], found["flagged"][0]["checkpoint"]) == (1, first_id)
-    assert run_json(capsys, [*url, "--namespace", "child|grandchild"])["conversations"] == 0
-    assert run_json(capsys, [*url, "--namespace", "chi_d"])["conversations"] == 0
+    for namespace in ("child|grandchild", "chi_d"):
+        assert one_error(capsys, [*url, "--namespace", namespace]) == (
+            f"{database.url}: no checkpoint is in namespace {namespace!r}; its namespaces: "
+            "'' (the graph itself), 'child'"
+        )
+    # A namespace that is there, whose threads --since leaves out: none to audit, and no error.
+    found = run_json(capsys, [*url, "--namespace", "child", "--since", "2999-01-01"])
+    assert found["conversations"] == 0
+
+
+def test_a_namespace_in_a_database_without_checkpoints(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with database.saver() as saver:
+        saver.setup()
+    argv = ["audit", "--checkpointer", database.url, "--namespace", "child"]
+    assert one_error(capsys, argv) == (
+        f"{database.url}: no checkpoint is in namespace 'child'; its namespaces: none, it holds "
+        "no checkpoint"
+    )
 
 
 # --- bad input -----------------------------------------------------------------------------------
@@ -582,6 +609,31 @@ def test_no_class_a_checkpoint_names_is_rebuilt_but_the_messages(
 
     found = run_json(capsys, ["audit", "--checkpointer", database.url])
     assert [(f["position"], f["count"]) for f in found["findings"]] == [(5, 3)]
+    assert REBUILT == []
+
+
+def test_a_list_of_messages_with_something_else_in_it(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with database.saver() as saver:
+        run_agents(saver)
+        found = saver.get_tuple({"configurable": {"thread_id": "c-plain", "checkpoint_ns": ""}})
+        assert found is not None
+        values = found.checkpoint["channel_values"]
+        messages = list(values["messages"])
+        messages[3] = Ticket(9)  # a tampered checkpoint: a class of its choosing among them
+        saver.put(
+            {"configurable": {"thread_id": "t-tampered", "checkpoint_ns": ""}},
+            {**found.checkpoint, "channel_values": {**values, "messages": messages}},
+            found.metadata,
+            found.checkpoint["channel_versions"],
+        )
+    REBUILT.clear()
+
+    argv = ["audit", "--checkpointer", database.url, "--thread", "t-tampered"]
+    assert one_error(capsys, argv) == (
+        f"{database.url}: thread t-tampered: its 'messages': message 3 is an object, not a message"
+    )
     assert REBUILT == []
 
 
@@ -952,7 +1004,7 @@ def test_without_the_extra(
 def test_options_that_go_with_files_or_threads(
     capsys: pytest.CaptureFixture[str], argv: list[str], wanted: str
 ) -> None:
-    assert one_error(capsys, ["audit", *argv]) == wanted
+    assert usage_error(capsys, ["audit", *argv], "audit") == wanted
 
 
 def test_passwords_are_not_shown() -> None:

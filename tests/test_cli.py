@@ -17,7 +17,7 @@ from repeat_reminder_langchain import __version__
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
-from .helpers import one_error
+from .helpers import usage_error
 
 UNGUARDED = messages_to_dict(run_demo(None))
 
@@ -39,7 +39,7 @@ def settings(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, o
 def test_empty_thresholds_are_an_error_not_the_defaults(
     capsys: pytest.CaptureFixture[str], log: str, value: str
 ) -> None:
-    line = one_error(capsys, ["audit", log, "--thresholds", value])
+    line = usage_error(capsys, ["audit", log, "--thresholds", value], "audit")
     assert "expected whole numbers separated by commas, like 3,5,8" in line
 
 
@@ -57,7 +57,7 @@ def test_list_options_do_not_swallow_the_file(capsys: pytest.CaptureFixture[str]
 def test_repeat_every_0_gets_a_command_line_message(
     capsys: pytest.CaptureFixture[str], log: str
 ) -> None:
-    line = one_error(capsys, ["audit", log, "--repeat-every", "0"])
+    line = usage_error(capsys, ["audit", log, "--repeat-every", "0"], "audit")
     assert line == (
         "argument --repeat-every: expected a whole number >= 1, or leave the option out "
         "to stay silent; got '0'"
@@ -69,6 +69,7 @@ def test_repeat_every_0_gets_a_command_line_message(
     ("argv", "wanted"),
     [
         ([], "the following arguments are required: {demo,audit}"),
+        (["lint"], "argument {demo,audit}: invalid choice: 'lint'"),
         (["audit"], "name the FILE(s) to audit, or a --checkpointer URL"),
         (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
         (["demo", "--mode", "loud"], "argument --mode: invalid choice: 'loud'"),
@@ -98,10 +99,29 @@ def test_repeat_every_0_gets_a_command_line_message(
         ),
     ],
 )
-def test_every_error_is_one_line_and_exit_code_2(
+def test_every_error_is_one_line_the_usage_and_exit_code_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], wanted: str
 ) -> None:
-    assert wanted in one_error(capsys, argv)
+    command = argv[0] if argv[:1] in (["demo"], ["audit"]) else ""
+    assert wanted in usage_error(capsys, argv, command)
+
+
+def test_the_usage_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the following arguments are required: {demo,audit}",
+        "usage: repeat-reminder demo [options], or repeat-reminder audit FILE... [options]; "
+        "repeat-reminder --help says more",
+    ]
+    assert main(["demo", "--top", "3"]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == (
+        "usage: repeat-reminder demo [options]; repeat-reminder demo --help lists them"
+    )
+    assert main(["audit"]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == (
+        "usage: repeat-reminder audit FILE... | --checkpointer URL [options]; "
+        "repeat-reminder audit --help lists them"
+    )
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,7 +33,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage
 
-from .logs import Conversation, LogError, to_messages
+from .logs import Conversation, LogError, kind_of, to_messages
 
 __all__ = [
     "INSTALL",
@@ -229,6 +229,18 @@ class _Store(ABC):
                 yield row[0], row[1], row[2]
             if len(page) < _PAGE:
                 return
+
+    def holds(self, namespace: str) -> bool:
+        """Whether any checkpoint is in the namespace, whatever its time."""
+        match, parameters = self._namespace(namespace, "c")
+        return bool(self._rows(f"SELECT 1 FROM checkpoints c WHERE {match} LIMIT 1", parameters))
+
+    def namespaces(self) -> list[str]:
+        """The namespaces the checkpoints are in, as node paths (`child|grandchild`), sorted."""
+        rows = self._rows("SELECT DISTINCT checkpoint_ns FROM checkpoints", ())
+        return sorted(
+            {"|".join(part.partition(":")[0] for part in row[0].split("|")) for row in rows}
+        )
 
     def thread(self, selection: Selection, thread: str) -> tuple[str, str] | None:
         """One thread's latest checkpoint, `(namespace, checkpoint id)`, if it has one."""
@@ -550,6 +562,8 @@ class CheckpointReader:
                 if found is not None:
                     read += 1
                     yield found
+            if not self.visited and self.selection.namespace and not self.selection.threads:
+                self._failing(partial(self._check_namespace, store))
         finally:
             self.close()
 
@@ -563,6 +577,17 @@ class CheckpointReader:
         if self._store is None:
             self._store = _open(self.url)
         return self._store
+
+    def _check_namespace(self, store: _Store) -> None:
+        """Raise, naming those there are, when no checkpoint is in the namespace selected."""
+        namespace = self.selection.namespace
+        if store.holds(namespace):
+            return  # threads are there, and `since` left them out
+        there = [f"{name!r}{'' if name else ' (the graph itself)'}" for name in store.namespaces()]
+        raise CheckpointerError(
+            f"{self.source}: no checkpoint is in namespace {namespace!r}; its namespaces: "
+            f"{', '.join(there) or 'none, it holds no checkpoint'}"
+        )
 
     def _failing(self, action: Callable[[], _T]) -> _T:
         """`action()`, with a failure of the database as one line."""
@@ -653,8 +678,14 @@ class CheckpointReader:
             raise _BadThread(
                 f"{where}: its {key!r} holds {type(value).__name__}, not a list of messages"
             )
-        if all(isinstance(item, BaseMessage) for item in value):
+        strays = [n for n, item in enumerate(value) if not isinstance(item, BaseMessage)]
+        if not strays:
             return list(value), tuple(range(len(value)))
+        if len(strays) < len(value):  # messages, and something else among them: name it
+            raise _BadThread(
+                f"{where}: its {key!r}: message {strays[0]} is {kind_of(value[strays[0]])}, "
+                "not a message"
+            )
         try:
             messages, positions, _ = to_messages(value)
         except LogError as error:
