@@ -37,10 +37,10 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._install import install_hint
 from repeat_reminder_langchain.tooling import checkpointer, cli
 from repeat_reminder_langchain.tooling.audit import audit
 from repeat_reminder_langchain.tooling.checkpointer import (
-    INSTALL,
     CheckpointerError,
     CheckpointReader,
     Selection,
@@ -972,12 +972,12 @@ def test_without_the_extra(
     line = one_error(capsys, ["audit", "--checkpointer", "sqlite:///threads.db"])
     assert line == (
         "--checkpointer sqlite:///: needs the checkpointers extra (langgraph.checkpoint.sqlite "
-        f"is not installed): {INSTALL}"
+        f"is not installed): {install_hint('checkpointers')}"
     )
     line = one_error(capsys, ["audit", "--checkpointer", "postgres://db/langgraph"])
     assert line == (
         f"--checkpointer postgresql://: needs the checkpointers extra (psycopg is not "
-        f"installed): {INSTALL}"
+        f"installed): {install_hint('checkpointers')}"
     )
 
 

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,7 +205,9 @@ NOT_RUN = {
     "repeat-reminder audit 'logs/*.jsonl' --fail-on detailed": "a form: logs stand for your logs",
     "repeat-reminder audit --checkpointer": "the option's name, as the text says it",
     # A checkpointer of the reader's own: tests/test_audit_checkpointer.py audits real ones.
-    "pip install 'repeat-reminder-langchain[checkpointers]'": "the package is not on an index yet",
+    "pip install '.[checkpointers]'": "installs the checkout into the running environment",
+    "pip install '.[otel]'": "installs the checkout into the running environment",
+    "pip install build": "installs from the package index",
     "python -m benchmarks --only checkpointer": "one section of the benchmarks, with PostgreSQL",
     "repeat-reminder audit --checkpointer '$AUDIT_DATABASE_URL' --since "
     "'$(date -u -d yesterday +%F)' --fail-on detailed --html loops.html": "your database's URL",
@@ -359,6 +362,20 @@ def test_each_command_runs_offline(key: str, tmp_path: Path) -> None:
     if command.output:
         printed = result.stdout.splitlines()
         assert shown_matches(command.output, printed), (command.where, result.stdout[-3000:])
+
+
+def test_the_install_page_lists_every_extra_for_users() -> None:
+    extras = tomllib.loads(text(ROOT / "pyproject.toml"))["project"]["optional-dependencies"]
+    listed = re.findall(r"^\| `(\w+)` \|", text(DOCS / "install.md"), re.MULTILINE)
+    # dev and test are the contributors' (CONTRIBUTING.md), bench the benchmarks' peers.
+    assert sorted(listed) == sorted(set(extras) - {"dev", "test", "bench"})
+
+
+def test_no_install_command_shown_needs_a_package_index() -> None:
+    # The package is on no index yet: an extra is installed from the checkout (".[extra]").
+    # The errors name the command for where it was installed from (tests/test_install.py).
+    for key, command in COMMANDS.items():
+        assert "repeat-reminder-langchain[" not in key, command.where
 
 
 @pytest.mark.parametrize("path", [README, CONTRIBUTING], ids=name)

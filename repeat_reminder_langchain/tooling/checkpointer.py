@@ -33,19 +33,16 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage
 
+from .._install import install_hint
 from .logs import Conversation, LogError, kind_of, to_messages
 
 __all__ = [
-    "INSTALL",
     "CheckpointReader",
     "CheckpointerError",
     "Selection",
     "parse_since",
     "public_url",
 ]
-
-INSTALL = "pip install 'repeat-reminder-langchain[checkpointers]'"
-"""What reading a checkpointer needs installed."""
 
 _T = TypeVar("_T")
 _PAGE = 500  # thread ids listed per query: a page is all the listing holds in memory
@@ -127,7 +124,7 @@ def _needs_extra(scheme: str, error: ImportError) -> CheckpointerError:
     missing = error.name or "a package"
     return CheckpointerError(
         f"--checkpointer {scheme}: needs the checkpointers extra ({missing} is not installed): "
-        f"{INSTALL}"
+        f"{install_hint('checkpointers')}"
     )
 
 
