@@ -21,8 +21,11 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 import repeat_reminder_langchain as package
 from repeat_reminder_langchain import (
@@ -103,12 +106,38 @@ def skip_without_peers(text: str) -> None:
                 pytest.importorskip(module)
 
 
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model for a block written for a real one: it polls the job three times (the guard
+    reminds it), then answers as the block says a model does."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+
+def scripted_model(monkeypatch: pytest.MonkeyPatch, block: str) -> list[str]:
+    """`init_chat_model` giving the scripted model, offline; the model names it was asked for."""
+    asked: list[str] = []
+    answer = block.splitlines()[-1].removeprefix("# ")
+    call = {"name": "job_status", "args": {"job": "nightly-7"}}
+    turns = [AIMessage("", tool_calls=[{**call, "id": f"c{n}"}]) for n in range(3)]
+
+    def init_chat_model(model: str, **kwargs: Any) -> ScriptedModel:
+        asked.append(model)
+        return ScriptedModel(messages=iter([*turns, AIMessage(answer)]))
+
+    monkeypatch.setattr("langchain.chat_models.init_chat_model", init_chat_model)
+    return asked
+
+
 @pytest.mark.parametrize("where", sorted(RUNNABLE))
 def test_each_runnable_block_runs_and_prints_what_it_promises(
-    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     block = RUNNABLE[where]
     skip_without_peers(block)
+    # Written for a real model: run on a scripted one.
+    real = "from langchain.chat_models import init_chat_model" in block
+    asked = scripted_model(monkeypatch, block.rstrip()) if real else []
     script = tmp_path / "example.py"
     script.write_text(block, encoding="utf-8")
     runpy.run_path(str(script), run_name="__main__")
@@ -116,6 +145,14 @@ def test_each_runnable_block_runs_and_prints_what_it_promises(
     printed = capsys.readouterr().out.splitlines()
     assert printed, "a runnable example shows what it does"
     assert printed == promised[-len(printed) :]
+    assert asked == (["openai:gpt-4.1"] if real else [])
+
+
+def test_the_first_example_is_short_and_uses_a_real_model() -> None:
+    first = python_blocks(README)[0]
+    assert "init_chat_model(" in first
+    code = [line for line in first.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(code) <= 10
 
 
 SERVER_EXAMPLE = ROOT / "examples" / "langgraph_server"
