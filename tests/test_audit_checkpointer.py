@@ -719,13 +719,20 @@ def test_a_sqlite_file_that_is_no_checkpointer(
     assert other.read_bytes() == before
 
 
-def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _journal_database(tmp_path: Path) -> Database:
+    """A SQLite file of the agents' threads in rollback journal mode, which SqliteSaver.setup
+    would have switched to WAL."""
     database = _sqlite_database(tmp_path)
     with database.saver() as saver:
         run_agents(saver)
-    database.execute("PRAGMA journal_mode=DELETE")  # SqliteSaver.setup would switch it to WAL
+    database.execute("PRAGMA journal_mode=DELETE")
+    return database
+
+
+def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = _journal_database(tmp_path)
     before = database.snapshot()
     monkeypatch.chdir(tmp_path)  # and a relative path
 
@@ -796,10 +803,7 @@ def test_a_sqlite_file_this_user_may_not_read(
 def test_a_sqlite_file_another_process_writes_to(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    database = _sqlite_database(tmp_path)
-    with database.saver() as saver:
-        run_agents(saver)
-    database.execute("PRAGMA journal_mode=DELETE")  # a rollback journal: a writer shuts readers out
+    database = _journal_database(tmp_path)  # where a writer shuts readers out
     monkeypatch.setattr(checkpointer, "_LOCK_WAIT", 0.05)
     assert database.path is not None
     with closing(sqlite3.connect(database.path, isolation_level=None)) as writer:

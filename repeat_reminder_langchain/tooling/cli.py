@@ -52,8 +52,8 @@ Findings, one per model turn the guard would have reminded (one message): conver
   (or state's) list; "position" in --json), tool, detector (repeat, stale, same_error),
   count (what the detector counted), level (gentle, detailed, escalated) and arguments
   (canonical, cut to 100 characters); for a turn whose calls drew several reminders, each
-  one's values side by side ("reasons" in --json); sent, when the conversations hold
-  reminders the guard sent: yes for a turn the conversation holds its reminder after.
+  one's values side by side ("reasons" in --json); and sent (when the conversations hold
+  reminders the guard sent): yes where the conversation holds that turn's reminder.
 A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
