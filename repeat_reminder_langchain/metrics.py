@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from . import __version__
 from ._counter import Count
+from ._install import install_hint
 from .config import ReminderConfig
 from .reminder import LOGGER_NAME
 from .stats import Tally
@@ -255,8 +256,8 @@ def metrics_for(meter_provider: MeterProviderOption, instance: str) -> Metrics |
         if meter_provider is None:
             return None
         raise TypeError(
-            "meter_provider needs opentelemetry-api: pip install "
-            f"'repeat-reminder-langchain[otel]' (got {type(meter_provider).__name__})"
+            f"meter_provider needs opentelemetry-api: {install_hint('otel')} (got "
+            f"{type(meter_provider).__name__})"
         )
     if meter_provider is not None and not isinstance(meter_provider, api.MeterProvider):
         raise TypeError(

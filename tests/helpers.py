@@ -35,6 +35,7 @@ from repeat_reminder_langchain import (
     prepare_messages,
 )
 from repeat_reminder_langchain._counter import Record, read_record
+from repeat_reminder_langchain.tooling import cli
 from repeat_reminder_langchain.tooling.cli import main
 
 _ids = itertools.count(1)
@@ -278,9 +279,22 @@ def wiring_warnings(recorded: Sequence[warnings.WarningMessage], text: str = "")
 def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     """The one line a failed command prints on stderr (exit code 2, nothing on stdout), without
     its `error: `."""
+    (line,) = _failed(capsys, argv)
+    return line
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str], command: str = "") -> str:
+    """The error line of a command line that cannot run, which the usage of `command` follows
+    (exit code 2, nothing on stdout), without its `error: `."""
+    line, usage = _failed(capsys, argv)
+    assert usage == cli._usage(command)  # tests/test_cli.py says what each is
+    return line
+
+
+def _failed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    (line,) = captured.err.splitlines()
-    assert line.startswith("error: ")
-    return str(line.removeprefix("error: "))
+    first, *rest = captured.err.splitlines()
+    assert first.startswith("error: ")
+    return [first.removeprefix("error: "), *rest]

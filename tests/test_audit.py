@@ -385,13 +385,27 @@ def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
         "           0   —     13          3       9       —",
         "           1   —      6          2       2       —",
     ]
-    start = lines.index("findings: the reminders the guard would have sent")
-    assert lines[start + 1 : start + 3] == [
-        "conversation  id  message  tool        detector  count  level     arguments",
+    # The guarded run holds the reminders the guard sent: they are marked.
+    start = lines.index("findings: the reminders the guard sent (sent: yes) or would have sent")
+    assert lines[start + 1 :] == [
+        "conversation  id  message  tool        detector  count  level     sent  arguments",
         "           0   —        5  job_status  repeat        3  gentle    "
-        '{"job_id":"nightly-build-7"}',
+        '—     {"job_id":"nightly-build-7"}',
+        "           0   —        9  job_status  repeat        5  detailed  "
+        '—     {"job_id":"nightly-build-7"}',
+        "           0   —       15  job_status  repeat        8  detailed  "
+        '—     {"job_id":"nightly-build-7"}',
+        "           1   —        5  job_status  repeat        3  gentle    "
+        'yes   {"job_id":"nightly-build-7"}',
+        "           1   —       10  job_status  repeat        5  detailed  "
+        'yes   {"job_id":"nightly-build-7"}',
     ]
-    assert len(lines) == start + 2 + 5
+    assert main(["audit", write(tmp_path, "unguarded.json", json.dumps(UNGUARDED))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("findings: the reminders the guard would have sent")
+    assert lines[start + 1].split() == [
+        "conversation", "id", "message", "tool", "detector", "count", "level", "arguments",
+    ]  # fmt: skip
 
 
 def test_json_has_the_settings_and_every_finding(
@@ -414,11 +428,11 @@ def test_json_has_the_settings_and_every_finding(
     assert [c["id"] for c in found["top"]] == ["a"]
     assert found["findings"][0] == {
         "conversation": 0, "id": "a", "position": 5, "call": 0, "tool": "job_status",
-        "detector": "repeat", "count": 3, "level": "gentle",
+        "detector": "repeat", "count": 3, "level": "gentle", "sent": False,
         "arguments": '{"job_id":"nightly-build-7"}',
     }  # fmt: skip
-    assert [(f["conversation"], f["count"]) for f in found["findings"]] == [
-        (0, 3), (0, 5), (0, 8), (1, 3), (1, 5),
+    assert [(f["conversation"], f["count"], f["sent"]) for f in found["findings"]] == [
+        (0, 3, False), (0, 5, False), (0, 8, False), (1, 3, True), (1, 5, True),
     ]  # fmt: skip
 
 

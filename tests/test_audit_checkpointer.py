@@ -6,8 +6,10 @@ import hashlib
 import json
 import operator
 import os
+import shutil
 import sqlite3
 import sys
+import tempfile
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -35,10 +37,10 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._install import install_hint
 from repeat_reminder_langchain.tooling import checkpointer, cli
 from repeat_reminder_langchain.tooling.audit import audit
 from repeat_reminder_langchain.tooling.checkpointer import (
-    INSTALL,
     CheckpointerError,
     CheckpointReader,
     Selection,
@@ -55,6 +57,7 @@ from .helpers import (
     model_node,
     one_error,
     probe,
+    usage_error,
 )
 
 POSTGRES = os.environ.get("REPEAT_REMINDER_POSTGRES_DSN")
@@ -346,6 +349,12 @@ def test_each_thread_is_audited_as_its_messages_are(
         assert [(f["position"], f["count"], f["level"]) for f in findings] == expected(runs[thread])
     assert expected(runs["c-plain"]) == [(5, 3, "gentle"), (9, 5, "detailed")]
     assert list(found["findings"][0])[:4] == ["conversation", "id", "checkpoint", "position"]
+    # The guard ran on the first two threads: the reminders it sent are there, and marked.
+    assert {(f["id"], f["sent"]) for f in found["findings"]} == {
+        ("a-middleware", True),
+        ("b-state", True),
+        ("c-plain", False),
+    }
     assert database.snapshot() == before  # read, never written
 
 
@@ -360,9 +369,10 @@ def test_the_text_and_html_name_the_thread_and_its_checkpoint(
     assert main(["audit", "--checkpointer", database.url, "--html", str(report)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "4 threads · 20 tool calls · thresholds 3, 5, 8"
-    start = lines.index("findings: the reminders the guard would have sent")
+    start = lines.index("findings: the reminders the guard sent (sent: yes) or would have sent")
     header = lines[start + 1].split()
     assert header[:4] == ["conversation", "thread", "checkpoint", "message"]
+    assert header[-2:] == ["sent", "arguments"]
     assert [line.split()[1:4] for line in lines[start + 2 :] if "c-plain" in line] == [
         ["c-plain", plain, "5"],
         ["c-plain", plain, "9"],
@@ -370,6 +380,7 @@ def test_the_text_and_html_name_the_thread_and_its_checkpoint(
     page = report.read_text(encoding="utf-8")
     assert f"conversation 2 · thread c-plain · checkpoint {plain}" in page
     assert "<th>thread</th><th>checkpoint</th>" in page
+    assert "Findings: the reminders the guard sent (sent: yes) or would have sent" in page
 
 
 def test_fail_on_works_on_threads(database: Database, capsys: pytest.CaptureFixture[str]) -> None:
@@ -491,8 +502,26 @@ def test_a_subgraphs_namespace_in_every_run(
     assert (found["conversations"], found["flagged"][0]["checkpoint"]) == (1, last_id)
     found = run_json(capsys, [*url, "--namespace", first])
     assert (found["conversations"], found["flagged"][0]["checkpoint"]) == (1, first_id)
-    assert run_json(capsys, [*url, "--namespace", "child|grandchild"])["conversations"] == 0
-    assert run_json(capsys, [*url, "--namespace", "chi_d"])["conversations"] == 0
+    for namespace in ("child|grandchild", "chi_d"):
+        assert one_error(capsys, [*url, "--namespace", namespace]) == (
+            f"{database.url}: no checkpoint is in namespace {namespace!r}; its namespaces: "
+            "'' (the graph itself), 'child'"
+        )
+    # A namespace that is there, whose threads --since leaves out: none to audit, and no error.
+    found = run_json(capsys, [*url, "--namespace", "child", "--since", "2999-01-01"])
+    assert found["conversations"] == 0
+
+
+def test_a_namespace_in_a_database_without_checkpoints(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with database.saver() as saver:
+        saver.setup()
+    argv = ["audit", "--checkpointer", database.url, "--namespace", "child"]
+    assert one_error(capsys, argv) == (
+        f"{database.url}: no checkpoint is in namespace 'child'; its namespaces: none, it holds "
+        "no checkpoint"
+    )
 
 
 # --- bad input -----------------------------------------------------------------------------------
@@ -583,6 +612,31 @@ def test_no_class_a_checkpoint_names_is_rebuilt_but_the_messages(
     assert REBUILT == []
 
 
+def test_a_list_of_messages_with_something_else_in_it(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with database.saver() as saver:
+        run_agents(saver)
+        found = saver.get_tuple({"configurable": {"thread_id": "c-plain", "checkpoint_ns": ""}})
+        assert found is not None
+        values = found.checkpoint["channel_values"]
+        messages = list(values["messages"])
+        messages[3] = Ticket(9)  # a tampered checkpoint: a class of its choosing among them
+        saver.put(
+            {"configurable": {"thread_id": "t-tampered", "checkpoint_ns": ""}},
+            {**found.checkpoint, "channel_values": {**values, "messages": messages}},
+            found.metadata,
+            found.checkpoint["channel_versions"],
+        )
+    REBUILT.clear()
+
+    argv = ["audit", "--checkpointer", database.url, "--thread", "t-tampered"]
+    assert one_error(capsys, argv) == (
+        f"{database.url}: thread t-tampered: its 'messages': message 3 is an object, not a message"
+    )
+    assert REBUILT == []
+
+
 def test_messages_kept_as_changes(database: Database, capsys: pytest.CaptureFixture[str]) -> None:
     with database.saver() as saver:
         result = delta_graph(saver).invoke(ask("loop 3"), {"configurable": {"thread_id": "d"}})
@@ -635,12 +689,22 @@ def test_a_sqlite_file_that_is_no_checkpointer(
         conn.execute("CREATE TABLE checkpoints (id TEXT)")
     text = tmp_path / "notes.db"
     text.write_text("not a database, just text that is long enough to have a header\n" * 20)
+    os.mkfifo(tmp_path / "pipe")  # not waited on: a reader would wait for a writer
+    long = "x" * 300
+    columns = tmp_path / "columns.db"  # the tables, but not as the saver writes them
+    with closing(sqlite3.connect(columns)) as conn, conn:
+        conn.execute("CREATE TABLE checkpoints (id TEXT)")
+        conn.execute("CREATE TABLE writes (id TEXT)")
     wanted = {
         f"sqlite:///{other}": f"sqlite:///{other}: holds no LangGraph checkpoints (no table "
         "writes): is it the checkpointer's database?",
         f"sqlite:///{text}": f"sqlite:///{text}: not an SQLite database (file is not a database)",
         f"sqlite:///{tmp_path / 'none.db'}": f"sqlite:///{tmp_path / 'none.db'}: no such file",
         f"sqlite:///{tmp_path}": f"sqlite:///{tmp_path}: is a directory",
+        f"sqlite:///{tmp_path / 'pipe'}": f"sqlite:///{tmp_path / 'pipe'}: is not a regular file",
+        f"sqlite:///{tmp_path / long}": f"sqlite:///{tmp_path / long}: File name too long",
+        f"sqlite:///{columns}": f"sqlite:///{columns}: cannot read the checkpoints (no such "
+        "column: c.thread_id)",
         "sqlite://x.db": "sqlite://x.db: a SQLite file is named sqlite:///PATH (relative) or "
         "sqlite:////PATH (absolute)",
         "sqlite:///": "sqlite:///: a SQLite file is named sqlite:///PATH (relative) or "
@@ -655,13 +719,20 @@ def test_a_sqlite_file_that_is_no_checkpointer(
     assert other.read_bytes() == before
 
 
-def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _journal_database(tmp_path: Path) -> Database:
+    """A SQLite file of the agents' threads in rollback journal mode, which SqliteSaver.setup
+    would have switched to WAL."""
     database = _sqlite_database(tmp_path)
     with database.saver() as saver:
         run_agents(saver)
-    database.execute("PRAGMA journal_mode=DELETE")  # SqliteSaver.setup would switch it to WAL
+    database.execute("PRAGMA journal_mode=DELETE")
+    return database
+
+
+def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = _journal_database(tmp_path)
     before = database.snapshot()
     monkeypatch.chdir(tmp_path)  # and a relative path
 
@@ -673,6 +744,108 @@ def test_a_sqlite_file_in_rollback_journal_mode_is_read_as_it_is(
     )
     assert database.snapshot() == before
     assert database.execute("PRAGMA journal_mode") == [("delete",)]
+
+
+NOBODY = 65534  # the user of no one, on Linux
+
+
+@contextmanager
+def as_another_user() -> Iterator[None]:
+    """This process as a user that file permissions hold back: root reads any file."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(NOBODY)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.fixture
+def shared_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder any user may enter (pytest's own are the running user's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="repeat-reminder-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            path.chmod(0o700)
+        shutil.rmtree(folder)
+
+
+def test_a_sqlite_file_this_user_may_not_read(
+    tmp_path: Path, shared_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = _sqlite_database(tmp_path)
+    with database.saver() as saver:
+        run_agents(saver)
+    assert database.path is not None
+    unreadable = shared_folder / "unreadable.sqlite"
+    shutil.copy(database.path, unreadable)
+    unreadable.chmod(0)
+    shut = shared_folder / "shut"
+    shut.mkdir()
+    shutil.copy(database.path, shut / "threads.sqlite")
+    shut.chmod(0)
+
+    with as_another_user():
+        read = one_error(capsys, ["audit", "--checkpointer", f"sqlite:///{unreadable}"])
+        enter = one_error(capsys, ["audit", "--checkpointer", f"sqlite:///{shut}/threads.sqlite"])
+    assert read == f"sqlite:///{unreadable}: permission denied: this user may not read it"
+    assert enter == (
+        f"sqlite:///{shut}/threads.sqlite: permission denied: this user may not enter a "
+        "directory of its path"
+    )
+
+
+def test_a_sqlite_file_another_process_writes_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = _journal_database(tmp_path)  # where a writer shuts readers out
+    monkeypatch.setattr(checkpointer, "_LOCK_WAIT", 0.05)
+    assert database.path is not None
+    with closing(sqlite3.connect(database.path, isolation_level=None)) as writer:
+        writer.execute("BEGIN EXCLUSIVE")
+        line = one_error(capsys, ["audit", "--checkpointer", database.url])
+        writer.execute("ROLLBACK")
+    assert line == (
+        f"{database.url}: locked by another process, which is writing to it (waited 0.05 s): "
+        "audit it when that is done, or a copy of it"
+    )
+    assert run_json(capsys, ["audit", "--checkpointer", database.url])["conversations"] == 4
+
+
+@NEEDS_POSTGRES
+def test_a_role_without_a_grant(postgres: Database, capsys: pytest.CaptureFixture[str]) -> None:
+    import psycopg
+
+    role = "repeat_reminder_reader"
+    assert POSTGRES is not None
+    with psycopg.connect(POSTGRES, autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+    with postgres.saver() as saver:
+        run_agents(saver)
+    parts = urlsplit(postgres.url)
+    url = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+    needs = (
+        "the role needs SELECT on checkpoints, checkpoint_blobs, checkpoint_writes, "
+        "checkpoint_migrations"
+    )
+
+    postgres.execute(f"GRANT SELECT ON checkpoints, checkpoint_blobs, checkpoint_writes TO {role}")
+    assert one_error(capsys, ["audit", "--checkpointer", url]) == (
+        f"{url}: cannot read the checkpoints (permission denied for table checkpoint_migrations)"
+        f": {needs}"
+    )
+    postgres.execute(f"GRANT SELECT ON checkpoint_migrations TO {role}")
+    postgres.execute(f"REVOKE SELECT ON checkpoint_blobs FROM {role}")
+    assert one_error(capsys, ["audit", "--checkpointer", url]) == (
+        f"{url}: cannot read the checkpoints (permission denied for table checkpoint_blobs)"
+        f": {needs}"
+    )
 
 
 @NEEDS_POSTGRES
@@ -803,12 +976,12 @@ def test_without_the_extra(
     line = one_error(capsys, ["audit", "--checkpointer", "sqlite:///threads.db"])
     assert line == (
         "--checkpointer sqlite:///: needs the checkpointers extra (langgraph.checkpoint.sqlite "
-        f"is not installed): {INSTALL}"
+        f"is not installed): {install_hint('checkpointers')}"
     )
     line = one_error(capsys, ["audit", "--checkpointer", "postgres://db/langgraph"])
     assert line == (
         f"--checkpointer postgresql://: needs the checkpointers extra (psycopg is not "
-        f"installed): {INSTALL}"
+        f"installed): {install_hint('checkpointers')}"
     )
 
 
@@ -835,7 +1008,7 @@ def test_without_the_extra(
 def test_options_that_go_with_files_or_threads(
     capsys: pytest.CaptureFixture[str], argv: list[str], wanted: str
 ) -> None:
-    assert one_error(capsys, ["audit", *argv]) == wanted
+    assert usage_error(capsys, ["audit", *argv], "audit") == wanted
 
 
 def test_passwords_are_not_shown() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import runpy
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from repeat_reminder_langchain import __version__
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
-from .helpers import one_error
+from .helpers import usage_error
 
 UNGUARDED = messages_to_dict(run_demo(None))
 
@@ -38,7 +39,7 @@ def settings(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict[str, o
 def test_empty_thresholds_are_an_error_not_the_defaults(
     capsys: pytest.CaptureFixture[str], log: str, value: str
 ) -> None:
-    line = one_error(capsys, ["audit", log, "--thresholds", value])
+    line = usage_error(capsys, ["audit", log, "--thresholds", value], "audit")
     assert "expected whole numbers separated by commas, like 3,5,8" in line
 
 
@@ -56,7 +57,7 @@ def test_list_options_do_not_swallow_the_file(capsys: pytest.CaptureFixture[str]
 def test_repeat_every_0_gets_a_command_line_message(
     capsys: pytest.CaptureFixture[str], log: str
 ) -> None:
-    line = one_error(capsys, ["audit", log, "--repeat-every", "0"])
+    line = usage_error(capsys, ["audit", log, "--repeat-every", "0"], "audit")
     assert line == (
         "argument --repeat-every: expected a whole number >= 1, or leave the option out "
         "to stay silent; got '0'"
@@ -68,6 +69,7 @@ def test_repeat_every_0_gets_a_command_line_message(
     ("argv", "wanted"),
     [
         ([], "the following arguments are required: {demo,audit}"),
+        (["lint"], "argument {demo,audit}: invalid choice: 'lint'"),
         (["audit"], "name the FILE(s) to audit, or a --checkpointer URL"),
         (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
         (["demo", "--mode", "loud"], "argument --mode: invalid choice: 'loud'"),
@@ -97,10 +99,29 @@ def test_repeat_every_0_gets_a_command_line_message(
         ),
     ],
 )
-def test_every_error_is_one_line_and_exit_code_2(
+def test_every_error_is_one_line_the_usage_and_exit_code_2(
     capsys: pytest.CaptureFixture[str], argv: list[str], wanted: str
 ) -> None:
-    assert wanted in one_error(capsys, argv)
+    command = argv[0] if argv[:1] in (["demo"], ["audit"]) else ""
+    assert wanted in usage_error(capsys, argv, command)
+
+
+def test_the_usage_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: the following arguments are required: {demo,audit}",
+        "usage: repeat-reminder demo [options], or repeat-reminder audit FILE... [options]; "
+        "repeat-reminder --help says more",
+    ]
+    assert main(["demo", "--top", "3"]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == (
+        "usage: repeat-reminder demo [options]; repeat-reminder demo --help lists them"
+    )
+    assert main(["audit"]) == 2
+    assert capsys.readouterr().err.splitlines()[1] == (
+        "usage: repeat-reminder audit FILE... | --checkpointer URL [options]; "
+        "repeat-reminder audit --help lists them"
+    )
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,3 +210,36 @@ def test_importing_the_main_module_runs_nothing(capsys: pytest.CaptureFixture[st
     module = importlib.import_module("repeat_reminder_langchain.__main__")
     assert module.main is main
     assert capsys.readouterr().out == ""
+
+
+def closed_pipe() -> int:
+    """The writing end of a pipe whose reader is gone, as `| head -1` leaves it once done."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+@pytest.mark.parametrize("command", ["demo", "audit"])
+def test_output_piped_to_a_reader_that_stops_early(command: str, log: str) -> None:
+    argv = [command] if command == "demo" else [command, log]
+    pipe = closed_pipe()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "repeat_reminder_langchain", *argv],
+            stdout=pipe,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(pipe)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_a_reader_gone_away_is_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In this process too (the subprocesses above are not measured for coverage).
+    with os.fdopen(closed_pipe(), "w") as pipe:
+        monkeypatch.setattr(sys, "stdout", pipe)
+        assert main(["demo"]) == 0
+        monkeypatch.undo()

@@ -17,11 +17,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 import repeat_reminder_langchain as package
 from repeat_reminder_langchain import (
@@ -102,12 +106,38 @@ def skip_without_peers(text: str) -> None:
                 pytest.importorskip(module)
 
 
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model for a block written for a real one: it polls the job three times (the guard
+    reminds it), then answers as the block says a model does."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
+        return self
+
+
+def scripted_model(monkeypatch: pytest.MonkeyPatch, block: str) -> list[str]:
+    """`init_chat_model` giving the scripted model, offline; the model names it was asked for."""
+    asked: list[str] = []
+    answer = block.splitlines()[-1].removeprefix("# ")
+    call = {"name": "job_status", "args": {"job": "nightly-7"}}
+    turns = [AIMessage("", tool_calls=[{**call, "id": f"c{n}"}]) for n in range(3)]
+
+    def init_chat_model(model: str, **kwargs: Any) -> ScriptedModel:
+        asked.append(model)
+        return ScriptedModel(messages=iter([*turns, AIMessage(answer)]))
+
+    monkeypatch.setattr("langchain.chat_models.init_chat_model", init_chat_model)
+    return asked
+
+
 @pytest.mark.parametrize("where", sorted(RUNNABLE))
 def test_each_runnable_block_runs_and_prints_what_it_promises(
-    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    where: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     block = RUNNABLE[where]
     skip_without_peers(block)
+    # Written for a real model: run on a scripted one.
+    real = "from langchain.chat_models import init_chat_model" in block
+    asked = scripted_model(monkeypatch, block.rstrip()) if real else []
     script = tmp_path / "example.py"
     script.write_text(block, encoding="utf-8")
     runpy.run_path(str(script), run_name="__main__")
@@ -115,6 +145,14 @@ def test_each_runnable_block_runs_and_prints_what_it_promises(
     printed = capsys.readouterr().out.splitlines()
     assert printed, "a runnable example shows what it does"
     assert printed == promised[-len(printed) :]
+    assert asked == (["openai:gpt-4.1"] if real else [])
+
+
+def test_the_first_example_is_short_and_uses_a_real_model() -> None:
+    first = python_blocks(README)[0]
+    assert "init_chat_model(" in first
+    code = [line for line in first.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(code) <= 10
 
 
 SERVER_EXAMPLE = ROOT / "examples" / "langgraph_server"
@@ -204,7 +242,9 @@ NOT_RUN = {
     "repeat-reminder audit 'logs/*.jsonl' --fail-on detailed": "a form: logs stand for your logs",
     "repeat-reminder audit --checkpointer": "the option's name, as the text says it",
     # A checkpointer of the reader's own: tests/test_audit_checkpointer.py audits real ones.
-    "pip install 'repeat-reminder-langchain[checkpointers]'": "the package is not on an index yet",
+    "pip install '.[checkpointers]'": "installs the checkout into the running environment",
+    "pip install '.[otel]'": "installs the checkout into the running environment",
+    "pip install build": "installs from the package index",
     "python -m benchmarks --only checkpointer": "one section of the benchmarks, with PostgreSQL",
     "repeat-reminder audit --checkpointer '$AUDIT_DATABASE_URL' --since "
     "'$(date -u -d yesterday +%F)' --fail-on detailed --html loops.html": "your database's URL",
@@ -361,6 +401,20 @@ def test_each_command_runs_offline(key: str, tmp_path: Path) -> None:
         assert shown_matches(command.output, printed), (command.where, result.stdout[-3000:])
 
 
+def test_the_install_page_lists_every_extra_for_users() -> None:
+    extras = tomllib.loads(text(ROOT / "pyproject.toml"))["project"]["optional-dependencies"]
+    listed = re.findall(r"^\| `(\w+)` \|", text(DOCS / "install.md"), re.MULTILINE)
+    # dev and test are the contributors' (CONTRIBUTING.md), bench the benchmarks' peers.
+    assert sorted(listed) == sorted(set(extras) - {"dev", "test", "bench"})
+
+
+def test_no_install_command_shown_needs_a_package_index() -> None:
+    # The package is on no index yet: an extra is installed from the checkout (".[extra]").
+    # The errors name the command for where it was installed from (tests/test_install.py).
+    for key, command in COMMANDS.items():
+        assert "repeat-reminder-langchain[" not in key, command.where
+
+
 @pytest.mark.parametrize("path", [README, CONTRIBUTING], ids=name)
 def test_every_relative_link_leads_to_a_file(path: Path) -> None:
     for target in re.findall(r"\]\(([^)\s]+)\)", text(path)):
@@ -377,15 +431,23 @@ def test_the_readme_is_for_users() -> None:
     assert guides <= linked
 
 
+TOOLING = "repeat_reminder_langchain.tooling."
+
+
 def test_the_api_reference_documents_every_exported_name() -> None:
     documented = re.findall(r"^::: ([\w.]+)$", text(DOCS / "reference.md"), re.MULTILINE)
-    by_name = {path.rpartition(".")[2]: path for path in documented}
+    exported = [path for path in documented if not path.startswith(TOOLING)]
+    by_name = {path.rpartition(".")[2]: path for path in exported}
     assert sorted(by_name) == sorted(set(package.__all__) - {"__version__"})
-    for exported, path in by_name.items():
+    for name_, path in by_name.items():
         module, _, attribute = path.rpartition(".")
         assert getattr(__import__(module, fromlist=[attribute]), attribute) is getattr(
-            package, exported
+            package, name_
         )
+    # The supported tooling: each name is its module's own, and exported by it.
+    for path in set(documented) - set(exported):
+        module, _, attribute = path.rpartition(".")
+        assert attribute in __import__(module, fromlist=[attribute]).__all__, path
     assert "`repeat_reminder_langchain.__version__`" in text(DOCS / "reference.md")
 
 

@@ -146,17 +146,76 @@ def spaced(text: str) -> str:
     return re.sub(r" {2,}", " ", text)
 
 
-def printed(notebook: nbformat.NotebookNode, *, skip: str | None = None) -> list[str]:
-    """What each code cell printed (its stream outputs), but cells whose text has `skip`."""
-    found = []
+def printed(notebook: nbformat.NotebookNode) -> list[str]:
+    """What each code cell printed (its stream outputs)."""
+    return [
+        "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    ]
+
+
+SAVES_THE_PICTURE = "docs/timeline.png"  # in the text of the cell that saves it, or says why not
+UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+
+
+def normalised(text: str) -> str:
+    """`text` with what differs from run to run replaced: ids (of messages, runs and
+    checkpoints) and times."""
+    return TIME.sub("<time>", UUID.sub("<id>", text))
+
+
+def shown(notebook: nbformat.NotebookNode) -> list[list[tuple[str, str]]]:
+    """Every output of each code cell, normalised, as (kind, text) pairs; a picture only as
+    there, and the cell that saves one left out."""
+    cells = []
     for cell in notebook.cells:
-        if cell.cell_type == "code":
-            text = "".join(
-                out.get("text", "") for out in cell.outputs if out.output_type == "stream"
-            )
-            if skip is None or skip not in text:
-                found.append(text)
-    return found
+        if cell.cell_type != "code":
+            continue
+        outputs: list[tuple[str, str]] = []
+        for out in cell.outputs:
+            if out.output_type == "stream":
+                outputs.append((out.name, normalised(out.text)))
+            elif out.output_type == "error":
+                outputs.append(("error", normalised(f"{out.ename}: {out.evalue}")))
+            else:
+                for kind, value in sorted(out.data.items()):
+                    text = "picture" if kind.startswith("image/") else normalised(str(value))
+                    outputs.append((kind, text))
+        if not any(SAVES_THE_PICTURE in text for _, text in outputs):
+            cells.append(outputs)
+    return cells
+
+
+def test_the_stored_outputs_are_compared_whole() -> None:
+    # A stored output that a run changes is found wherever it is: a returned value as well as
+    # printed text; ids and times are not compared.
+    cell = nbformat.v4.new_code_cell("state")
+    cell.outputs = [
+        nbformat.v4.new_output("execute_result", {"text/plain": "{'digest': 'e3b0'}"}),
+        nbformat.v4.new_output("stream", name="stdout", text="saved at 2026-12-03T08:37:29Z\n"),
+        nbformat.v4.new_output(
+            "stream", name="stdout", text="run 1f1eef5b-87ed-6f46-800f-4511452b6c76\n"
+        ),
+        nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo="}),
+        nbformat.v4.new_output("error", ename="ValueError", evalue="no"),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("text")])
+    assert shown(notebook) == [
+        [
+            ("text/plain", "{'digest': 'e3b0'}"),
+            ("stdout", "saved at <time>\n"),
+            ("stdout", "run <id>\n"),
+            ("image/png", "picture"),
+            ("error", "ValueError: no"),
+        ]
+    ]
+    saving = nbformat.v4.new_code_cell("save()")
+    saving.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="saved docs/timeline.png")
+    ]
+    assert shown(nbformat.v4.new_notebook(cells=[saving])) == []
 
 
 def load_runner() -> ModuleType:
@@ -210,11 +269,12 @@ def test_the_notebook_runs_offline_from_a_fresh_kernel(
     assert "Skipped: set OPENAI_API_KEY or ANTHROPIC_API_KEY" in text
     missing = [promise for promise in PROMISED[name] if spaced(promise) not in text]
     assert not missing, f"{name} did not print: {missing}"
-    # The stored notebook is what a run prints today (but for the cell that saves the picture,
-    # which the test does not let write): re-run the notebooks after a change that shows.
+    # The stored notebook is what a run shows today, every output of every cell, ids and times
+    # aside (but for the cell that saves the picture, which the test does not let write):
+    # re-run the notebooks after a change that shows.
     stored = nbformat.read(NOTEBOOKS / name, as_version=4)
-    assert printed(notebook, skip="docs/timeline.png") == printed(
-        stored, skip="docs/timeline.png"
-    ), f"{name} is stored with outdated outputs: run `make notebooks`"
+    assert shown(notebook) == shown(stored), (
+        f"{name} is stored with outdated outputs: run `make notebooks`"
+    )
     after = sorted(os.listdir(NOTEBOOKS)), picture.exists() and picture.stat().st_mtime_ns
     assert after == before, "the notebook wrote into the repository"

@@ -29,12 +29,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 from .._counter import result_text
 from ..config import BOOKKEEPING_TOOLS, ReminderConfig
 from ..policy import ToolPolicy
-from ..reminder import preview
+from ..reminder import is_reminder, preview
 from .logs import Conversation
 from .transcript import replay
 
 __all__ = [
-    "FINDINGS",
     "NO_FINDINGS",
     "Audit",
     "Auditor",
@@ -49,6 +48,7 @@ __all__ = [
     "detector_rows",
     "exceeds",
     "finding_rows",
+    "findings_title",
     "format_audit",
     "headline",
     "notes",
@@ -110,6 +110,8 @@ class Finding:
         reasons: What each of those calls drew, in the order of the calls (at least one).
         checkpoint: For a thread of a checkpointer, the checkpoint its messages were read
             from (`--json` has it for threads only).
+        sent: Whether the conversation holds a reminder of the guard's after the turn's
+            results (it ran with the guard, which reminded the model there).
     """
 
     conversation: int
@@ -117,6 +119,7 @@ class Finding:
     position: int
     reasons: tuple[Reason, ...]
     checkpoint: str | None = None
+    sent: bool = False
 
     @property
     def level(self) -> str:
@@ -132,6 +135,7 @@ class Finding:
             "position": self.position,
             **self.reasons[0].as_dict(),
             "level": self.level,
+            "sent": self.sent,
         }
         if len(self.reasons) > 1:
             data["reasons"] = [reason.as_dict() for reason in self.reasons]
@@ -496,6 +500,7 @@ class Auditor:
                         position,
                         (reason,),
                         conversation.checkpoint,
+                        _sent(conversation.messages, item.message),
                     )
                 )
         if walk.rows is not None:
@@ -571,6 +576,16 @@ class Auditor:
         kept = sorted(self._kept, reverse=True)
         result.timelines = [(audited, rows) for _, _, audited, rows in kept]
         return result
+
+
+def _sent(messages: Sequence[BaseMessage], turn: int) -> bool:
+    """Whether a reminder of the guard's follows the model turn at `turn`, before the next."""
+    for message in messages[turn + 1 :]:
+        if isinstance(message, AIMessage):
+            return False
+        if is_reminder(message):
+            return True
+    return False
 
 
 @dataclass(slots=True)
@@ -756,14 +771,19 @@ def top_rows(result: Audit, top: int) -> Rows:
 
 
 def finding_rows(result: Audit) -> Rows:
-    """Every finding, in input order: one row a turn, its reasons' values side by side."""
+    """Every finding, in input order: one row a turn, its reasons' values side by side.
+
+    When the conversations hold reminders the guard sent, a `sent` column marks their turns.
+    """
+    sent = any(f.sent for f in result.findings)
     header = ["conversation", *_names(result), "message", "tool", "detector", "count"]
-    header += ["level", "arguments"]
+    header += ["level", *(["sent"] if sent else []), "arguments"]
     rows: list[list[object]] = []
     for f in result.findings:
         said = [(r.tool, r.detector, r.count, r.level, r.arguments) for r in f.reasons]
-        columns = [" · ".join(map(str, column)) for column in zip(*said, strict=True)]
-        rows.append([f.conversation, *_named(result, f), f.position, *columns])
+        *columns, arguments = [" · ".join(map(str, column)) for column in zip(*said, strict=True)]
+        marked = ["yes" if f.sent else "—"] if sent else []
+        rows.append([f.conversation, *_named(result, f), f.position, *columns, *marked, arguments])
     return header, rows
 
 
@@ -777,7 +797,13 @@ def notes(result: Audit) -> list[str]:
 
 
 NO_FINDINGS = "no findings: the guard would not have stepped in."
-FINDINGS = "findings: the reminders the guard would have sent"
+_FINDINGS = "findings: the reminders the guard would have sent"
+_SENT = "findings: the reminders the guard sent (sent: yes) or would have sent"
+
+
+def findings_title(result: Audit) -> str:
+    """The heading of the findings: it says sent when the conversations hold some."""
+    return _SENT if any(f.sent for f in result.findings) else _FINDINGS
 
 
 def top_title(count: int) -> str:
@@ -804,7 +830,7 @@ def format_audit(result: Audit, top: int = 10) -> str:
     lines += ["", *_table(*detector_rows(result)), "", wasted_line(result), *notes(result)]
     header, rows = top_rows(result, top)
     lines += ["", top_title(len(rows)), *_table(header, rows)]
-    lines += ["", FINDINGS, *_table(*finding_rows(result))]
+    lines += ["", findings_title(result), *_table(*finding_rows(result))]
     return "\n".join(lines)
 
 

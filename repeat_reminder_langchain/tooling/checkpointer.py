@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,10 +33,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage
 
-from .logs import Conversation, LogError, to_messages
+from .._install import install_hint
+from .logs import Conversation, LogError, kind_of, to_messages
 
 __all__ = [
-    "INSTALL",
     "CheckpointReader",
     "CheckpointerError",
     "Selection",
@@ -43,13 +44,11 @@ __all__ = [
     "public_url",
 ]
 
-INSTALL = "pip install 'repeat-reminder-langchain[checkpointers]'"
-"""What reading a checkpointer needs installed."""
-
 _T = TypeVar("_T")
 _PAGE = 500  # thread ids listed per query: a page is all the listing holds in memory
 _SHOWN = 5  # problems kept and warned about, with `skip_bad`
 _TIMEOUT = 10  # seconds to wait for a PostgreSQL server, unless the URL says otherwise
+_LOCK_WAIT = 5.0  # seconds to wait for a SQLite file another process holds (sqlite3's default)
 
 
 class CheckpointerError(LogError):
@@ -125,7 +124,7 @@ def _needs_extra(scheme: str, error: ImportError) -> CheckpointerError:
     missing = error.name or "a package"
     return CheckpointerError(
         f"--checkpointer {scheme}: needs the checkpointers extra ({missing} is not installed): "
-        f"{INSTALL}"
+        f"{install_hint('checkpointers')}"
     )
 
 
@@ -155,6 +154,12 @@ class _Store(ABC):
     def _since(self, since: datetime) -> tuple[str, list[Any]] | None:
         """A condition keeping checkpoints written since `since`, when the SQL can read it."""
         return None
+
+    def failure(self, error: BaseException) -> CheckpointerError:
+        """A failure of the database (one of `errors`), as one line."""
+        return CheckpointerError(
+            f"{self.source}: cannot read the checkpoints ({_first_line(error)})"
+        )
 
     def _latest(
         self, selection: Selection, *, after: str | None, thread: str | None, limit: int | None
@@ -222,6 +227,18 @@ class _Store(ABC):
             if len(page) < _PAGE:
                 return
 
+    def holds(self, namespace: str) -> bool:
+        """Whether any checkpoint is in the namespace, whatever its time."""
+        match, parameters = self._namespace(namespace, "c")
+        return bool(self._rows(f"SELECT 1 FROM checkpoints c WHERE {match} LIMIT 1", parameters))
+
+    def namespaces(self) -> list[str]:
+        """The namespaces the checkpoints are in, as node paths (`child|grandchild`), sorted."""
+        rows = self._rows("SELECT DISTINCT checkpoint_ns FROM checkpoints", ())
+        return sorted(
+            {"|".join(part.partition(":")[0] for part in row[0].split("|")) for row in rows}
+        )
+
     def thread(self, selection: Selection, thread: str) -> tuple[str, str] | None:
         """One thread's latest checkpoint, `(namespace, checkpoint id)`, if it has one."""
         query, parameters = self._latest(selection, after=None, thread=thread, limit=1)
@@ -243,11 +260,9 @@ class _Sqlite(_Store):
         except ImportError as error:
             raise _needs_extra("sqlite:///", error) from None
         self.errors = (sqlite3.Error,)
-        if not os.path.isfile(path):
-            what = "is a directory" if os.path.isdir(path) else "no such file"
-            raise CheckpointerError(f"{source}: {what}")
+        _check_file(source, path)
         uri = f"{Path(path).absolute().as_uri()}?mode=ro"
-        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._conn = sqlite3.connect(uri, uri=True, timeout=_LOCK_WAIT, check_same_thread=False)
         try:
             self._check()
             self.saver = SqliteSaver(self._conn, serde=_serializer())
@@ -267,6 +282,8 @@ class _Sqlite(_Store):
                 (),
             )
         except sqlite3.DatabaseError as error:
+            if _locked(error):
+                raise self.failure(error) from None
             raise CheckpointerError(
                 f"{self.source}: not an SQLite database ({_first_line(error)})"
             ) from None
@@ -286,12 +303,60 @@ class _Sqlite(_Store):
             # read.)
             self.saver.is_setup = True
 
+    def failure(self, error: BaseException) -> CheckpointerError:
+        """A failure of the file; a lock another process holds is said as one."""
+        if _locked(error):
+            return CheckpointerError(
+                f"{self.source}: locked by another process, which is writing to it (waited "
+                f"{_LOCK_WAIT:g} s): audit it when that is done, or a copy of it"
+            )
+        return super().failure(error)
+
     def close(self) -> None:
         """Close the file."""
         self._conn.close()
 
     def _rows(self, query: str, parameters: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._conn.execute(query, tuple(parameters)).fetchall()
+
+
+def _locked(error: BaseException) -> bool:
+    """Whether SQLite gave up waiting for a lock (SQLITE_BUSY: "database is locked")."""
+    return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+
+
+def _check_file(source: str, path: str) -> None:
+    """Raise, in words, why `path` is no file this user may read, if it is not."""
+    try:
+        # Non-blocking, so that a named pipe is not waited on: it is found no file below.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise CheckpointerError(f"{source}: {_unopened(path, error)}") from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+    finally:
+        os.close(descriptor)
+    if stat.S_ISDIR(mode):
+        raise CheckpointerError(f"{source}: is a directory")
+    if not stat.S_ISREG(mode):
+        raise CheckpointerError(f"{source}: is not a regular file")
+
+
+def _unopened(path: str, error: OSError) -> str:
+    """Why the file could not be opened, as the line says it."""
+    if isinstance(error, FileNotFoundError):
+        return "no such file"
+    if not isinstance(error, PermissionError):
+        return str(error.strerror)
+    try:
+        os.stat(path)
+    except PermissionError:  # a directory of the path may not be entered (searched)
+        return "permission denied: this user may not enter a directory of its path"
+    return "permission denied: this user may not read it"
+
+
+_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
+"""The tables of langgraph-checkpoint-postgres 3.x, each of which the audit reads."""
 
 
 class _Postgres(_Store):
@@ -322,8 +387,10 @@ class _Postgres(_Store):
         try:
             self._conn.execute("SET default_transaction_read_only = on")
             self._check(PostgresSaver.MIGRATIONS)
-        except BaseException:
+        except BaseException as error:
             self._conn.close()
+            if isinstance(error, psycopg.Error):  # a role without a grant, a server lost
+                raise self.failure(error) from None
             raise
         self.saver = PostgresSaver(self._conn, serde=_serializer())
 
@@ -334,15 +401,14 @@ class _Postgres(_Store):
         # the time in `ts`, metadata), `checkpoint_blobs`, `checkpoint_writes` and
         # `checkpoint_migrations`. The listing reads thread_id, checkpoint_ns, checkpoint_id
         # and checkpoint->>'ts'.
-        tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
         found = self._rows(
-            "SELECT " + ", ".join(f"to_regclass({self._mark}) IS NOT NULL" for _ in tables),
-            tables,
+            "SELECT " + ", ".join(f"to_regclass({self._mark}) IS NOT NULL" for _ in _TABLES),
+            _TABLES,
         )[0]
-        missing = [name for name, there in zip(tables, found, strict=True) if not there]
-        if len(missing) == len(tables):
+        missing = [name for name, there in zip(_TABLES, found, strict=True) if not there]
+        if len(missing) == len(_TABLES):
             raise CheckpointerError(
-                f"{self.source}: holds no LangGraph checkpoint tables ({', '.join(tables)}): "
+                f"{self.source}: holds no LangGraph checkpoint tables ({', '.join(_TABLES)}): "
                 "is it the checkpointer's database?"
             )
         wanted = len(migrations) - 1
@@ -364,6 +430,15 @@ class _Postgres(_Store):
 
     def _since(self, since: datetime) -> tuple[str, list[Any]]:
         return f"(c.checkpoint ->> 'ts')::timestamptz >= {self._mark}", [since]
+
+    def failure(self, error: BaseException) -> CheckpointerError:
+        """A failure of the database; a role without a grant is told which it needs."""
+        from psycopg.errors import InsufficientPrivilege
+
+        found = super().failure(error)
+        if isinstance(error, InsufficientPrivilege):
+            return CheckpointerError(f"{found}: the role needs SELECT on {', '.join(_TABLES)}")
+        return found
 
     def close(self) -> None:
         """Close the connection."""
@@ -484,6 +559,8 @@ class CheckpointReader:
                 if found is not None:
                     read += 1
                     yield found
+            if not self.visited and self.selection.namespace and not self.selection.threads:
+                self._failing(partial(self._check_namespace, store))
         finally:
             self.close()
 
@@ -498,15 +575,25 @@ class CheckpointReader:
             self._store = _open(self.url)
         return self._store
 
+    def _check_namespace(self, store: _Store) -> None:
+        """Raise, naming those there are, when no checkpoint is in the namespace selected."""
+        namespace = self.selection.namespace
+        if store.holds(namespace):
+            return  # threads are there, and `since` left them out
+        there = [f"{name!r}{'' if name else ' (the graph itself)'}" for name in store.namespaces()]
+        raise CheckpointerError(
+            f"{self.source}: no checkpoint is in namespace {namespace!r}; its namespaces: "
+            f"{', '.join(there) or 'none, it holds no checkpoint'}"
+        )
+
     def _failing(self, action: Callable[[], _T]) -> _T:
         """`action()`, with a failure of the database as one line."""
-        assert self._store is not None
+        store = self._store
+        assert store is not None
         try:
             return action()
-        except self._store.errors as error:
-            raise CheckpointerError(
-                f"{self.source}: cannot read the checkpoints ({_first_line(error)})"
-            ) from None
+        except store.errors as error:
+            raise store.failure(error) from None
 
     def _listed(self, store: _Store) -> Iterator[tuple[str, str, str | None]]:
         selection = self.selection
@@ -588,8 +675,14 @@ class CheckpointReader:
             raise _BadThread(
                 f"{where}: its {key!r} holds {type(value).__name__}, not a list of messages"
             )
-        if all(isinstance(item, BaseMessage) for item in value):
+        strays = [n for n, item in enumerate(value) if not isinstance(item, BaseMessage)]
+        if not strays:
             return list(value), tuple(range(len(value)))
+        if len(strays) < len(value):  # messages, and something else among them: name it
+            raise _BadThread(
+                f"{where}: its {key!r}: message {strays[0]} is {kind_of(value[strays[0]])}, "
+                "not a message"
+            )
         try:
             messages, positions, _ = to_messages(value)
         except LogError as error:

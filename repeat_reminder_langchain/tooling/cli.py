@@ -52,7 +52,8 @@ Findings, one per model turn the guard would have reminded (one message): conver
   (or state's) list; "position" in --json), tool, detector (repeat, stale, same_error),
   count (what the detector counted), level (gentle, detailed, escalated) and arguments
   (canonical, cut to 100 characters); for a turn whose calls drew several reminders, each
-  one's values side by side ("reasons" in --json).
+  one's values side by side ("reasons" in --json); and sent (when the conversations hold
+  reminders the guard sent): yes where the conversation holds that turn's reminder.
 A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
@@ -68,13 +69,37 @@ pauses for a human, and the demo answers "end" for you (it runs unattended).
 Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options."""
 
 
-class _UsageError(Exception):
-    """A command line that cannot run: the one-line message to print."""
+class _Failure(Exception):
+    """A command that cannot go on: the one-line message to print."""
+
+
+class _UsageError(_Failure):
+    """A command line that cannot run: the message, and the command whose usage to show."""
+
+    def __init__(self, message: str, command: str = "") -> None:
+        super().__init__(message)
+        self.command = command
+
+
+def _usage(command: str) -> str:
+    """One line saying how `command` (or, when empty, the program) is run."""
+    program = _program()
+    more = f"{program} {command} --help" if command else f"{program} --help"
+    if command == "demo":
+        return f"usage: {program} demo [options]; {more} lists them"
+    if command == "audit":
+        return f"usage: {program} audit FILE... | --checkpointer URL [options]; {more} lists them"
+    commands = f"{program} demo [options], or {program} audit FILE... [options]"
+    return f"usage: {commands}; {more} says more"
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, command: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command = command
+
     def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
+        raise _UsageError(message, self.command)
 
 
 def _numbers(text: str) -> list[int]:
@@ -258,6 +283,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,audit}")
     demo = commands.add_parser(
         "demo",
+        command="demo",
         help="run an agent that loops, offline, and print its transcript",
         description=_DEMO_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -267,6 +293,7 @@ def _parser() -> argparse.ArgumentParser:
                       "the same test re-run between other steps")  # fmt: skip
     audit = commands.add_parser(
         "audit",
+        command="audit",
         help="find where saved conversations loop and the reminders the guard would send",
         description=_AUDIT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -366,7 +393,8 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
     try:
         return ReminderConfig(**fields)
     except ConfigError as error:
-        raise _UsageError("; ".join(map(_option_problem, str(error).splitlines()))) from None
+        problems = "; ".join(map(_option_problem, str(error).splitlines()))
+        raise _UsageError(problems, args.command) from None
 
 
 def _option_problem(line: str) -> str:
@@ -397,14 +425,14 @@ def _sources(args: argparse.Namespace) -> None:
     """Files or a checkpointer, and only the options that go with the one named."""
     if args.checkpointer is None:
         if not args.files:
-            raise _UsageError("name the FILE(s) to audit, or a --checkpointer URL")
+            raise _UsageError("name the FILE(s) to audit, or a --checkpointer URL", "audit")
         for name in _THREAD_OPTIONS:
             if getattr(args, name) is not None:
-                raise _UsageError(f"--{name} selects threads: it needs --checkpointer")
+                raise _UsageError(f"--{name} selects threads: it needs --checkpointer", "audit")
     elif args.files:
-        raise _UsageError("audit FILEs or a --checkpointer, not both")
+        raise _UsageError("audit FILEs or a --checkpointer, not both", "audit")
     elif args.id_key is not None:
-        raise _UsageError("--id-key names a record field: a thread's id is its own")
+        raise _UsageError("--id-key names a record field: a thread's id is its own", "audit")
 
 
 def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
@@ -418,7 +446,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     try:
         html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115
     except OSError as error:
-        raise _UsageError(f"{args.html}: cannot write the report ({error.strerror})") from None
+        raise _Failure(f"{args.html}: cannot write the report ({error.strerror})") from None
     bar: ProgressBar | None = None
 
     def warn(problem: str) -> None:
@@ -438,7 +466,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         if html is not None:  # no half-written report left behind
             html.close()
             os.remove(args.html)
-        raise _UsageError(str(error)) from None
+        raise _Failure(str(error)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -511,15 +539,37 @@ def _shown() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
-        args = _parser().parse_args(argv)
+        code = _run(argv)
+        sys.stdout.flush()  # a reader gone away is met here, not when the interpreter exits
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): it has what it wanted, and that is no error.
+        _discard_output()
+        return 0
+    return code
+
+
+def _discard_output() -> None:
+    """Send what is left of standard output nowhere, so that no flush at exit fails again."""
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, sys.stdout.fileno())
+    os.close(nowhere)
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        args, unknown = _parser().parse_known_args(argv)
+        if unknown:  # said here, where the command is known, so that its usage follows
+            raise _UsageError(f"unrecognized arguments: {' '.join(unknown)}", args.command)
         config = _config(args)
         if args.command == "demo":
             from .demo import run_command
 
             return run_command(config, args.scenario)
         return _audit(args, config)
-    except _UsageError as error:
+    except _Failure as error:
         print(f"error: {error}", file=sys.stderr)
+        if isinstance(error, _UsageError):
+            print(_usage(error.command), file=sys.stderr)
         return 2
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else 0

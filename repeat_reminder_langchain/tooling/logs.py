@@ -38,7 +38,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-__all__ = ["ID_KEYS", "Conversation", "LogError", "LogReader", "to_messages"]
+__all__ = ["ID_KEYS", "Conversation", "LogError", "LogReader", "kind_of", "to_messages"]
 
 ID_KEYS = (
     "id",
@@ -343,7 +343,7 @@ class LogReader:
             record_id = self._id(value)
             value = self._unwrap(value, at)
         if not isinstance(value, list):
-            raise LogError(f"{at}: expected a conversation or a record, got {_kind(value)}")
+            raise LogError(f"{at}: expected a conversation or a record, got {kind_of(value)}")
         try:
             messages, positions, kind = to_messages(value)
         except LogError as error:
@@ -499,7 +499,8 @@ def _is_message_list(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and _is_message(value[0])
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """What a value that is not a message is, as an error says it: "an object", "a string", ..."""
     if isinstance(value, Mapping):
         return "an object"
     if isinstance(value, str):
@@ -530,7 +531,7 @@ def to_messages(items: Sequence[Any]) -> tuple[list[BaseMessage], tuple[int, ...
     """
     for number, item in enumerate(items):
         if not _is_message(item):
-            raise LogError(f"message {number} is {_kind(item)}, not a message of a known format")
+            raise LogError(f"message {number} is {kind_of(item)}, not a message of a known format")
     if items and "data" in items[0] and "role" not in items[0]:
         return _langchain(items)
     messages: list[BaseMessage] = []

@@ -12,7 +12,6 @@ import html
 from collections.abc import Callable, Iterable, Sequence
 
 from .audit import (
-    FINDINGS,
     NO_FINDINGS,
     Audit,
     ConversationAudit,
@@ -20,6 +19,7 @@ from .audit import (
     TimelineCall,
     detector_rows,
     finding_rows,
+    findings_title,
     headline,
     notes,
     plural,
@@ -134,7 +134,7 @@ def _summary(result: Audit, top: int) -> list[str]:
     parts += [f"<p>{html.escape(line)}</p>" for line in [wasted_line(result), *lines]]
     costliest = top_rows(result, top)
     parts.append(_rows(costliest, top_title(len(costliest[1])).capitalize(), drawn))
-    parts.append(_rows(finding_rows(result), FINDINGS.capitalize(), drawn))
+    parts.append(_rows(finding_rows(result), findings_title(result).capitalize(), drawn))
     return parts
 
 

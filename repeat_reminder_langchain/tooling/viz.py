@@ -1,8 +1,8 @@
 """Pictures of a conversation: the transcript as an HTML table, and a timeline of its calls.
 
-`transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib
-(`pip install "repeat-reminder-langchain[plot]"`), imported only when called. The audit's HTML
-report draws its timelines itself (`report.timeline_svg`).
+`transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib (the
+`plot` extra), imported only when called. The audit's HTML report draws its timelines itself
+(`report.timeline_svg`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from .._install import install_hint
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
 from .audit import plural
@@ -114,9 +115,7 @@ def plot_steps(
         from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
     except ImportError:
-        raise ImportError(
-            'plotting a timeline needs matplotlib: pip install "repeat-reminder-langchain[plot]"'
-        ) from None
+        raise ImportError(f"plotting a timeline needs matplotlib: {install_hint('plot')}") from None
 
     rows = max((len(found) for found in timelines.values()), default=0)
     figure, axes = pyplot.subplots(
