@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from .canonical import canonicalize, digest
 from .config import ReminderConfig
+from .detectors import PARTS, STALE_MEMORY, Part, Seen
 from .policy import Levels, Rules, ToolPolicy
 from .reminder import Detector, Escalation, Reminder, preview
 
@@ -36,10 +37,6 @@ __all__ = [
     "result_text",
 ]
 
-STALE_MEMORY = 64
-"""How many distinct calls an agent's `stale` detector remembers; the least recent goes first."""
-
-_VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 _RULES_LIMIT = 1024  # tool names come from the model: keep the resolved rules bounded
 
 
@@ -226,33 +223,9 @@ def _result_digest(result: object) -> str:
     return digest(result if isinstance(result, str) else canonicalize(result))
 
 
-class _Memory:
-    """The detectors' part of a record while one turn is counted."""
-
-    __slots__ = ("changes", "error", "failing", "failures", "seen", "variants")
-
-    def __init__(self, record: Record, stale: bool) -> None:
-        self.failing = record.get("failing", "")
-        self.error = record.get("error", "")
-        self.failures = record.get("failures", 0)
-        self.variants = record.get("variants", [])
-        self.seen = dict(record.get("seen", {})) if stale else None
-        self.changes = record.get("changes", 0)
-
-    def store(self, record: Record) -> None:
-        if self.failing:
-            record["failing"], record["error"] = self.failing, self.error
-            record["failures"], record["variants"] = self.failures, self.variants
-        elif "failing" in record:  # the streak ended: nothing of it is kept
-            for name in ("failing", "error", "failures", "variants"):
-                record.pop(name, None)  # type: ignore[misc]
-        if self.seen is not None:
-            record["seen"] = self.seen
-            if self.changes:
-                record["changes"] = self.changes
-
-
 Observer = Callable[[CallTrace], object]
+_Minds = tuple[tuple[Part, "Levels | None", Any], ...]  # each detector in use, with its memory
+_Found = list[tuple[Part, "Levels | None", Any, int]]  # and what it counted for a call
 
 
 def _text_test(not_user: str | Callable[[str], bool] | None) -> Callable[[str], bool] | None:
@@ -278,14 +251,14 @@ class Counter:
     """
 
     __slots__ = (
-        "_errors",
         "_kept",
         "_limit",
-        "_pattern",
+        "_minds",
+        "_parts",
         "_preview",
-        "_repeat",
+        "_reads",
         "_rules",
-        "_stale",
+        "_stateful",
         "blocking",
         "config",
         "not_user",
@@ -293,19 +266,27 @@ class Counter:
 
     def __init__(self, config: ReminderConfig) -> None:
         self.config = config
-        detect = config.detect
-        self._repeat = "repeat" in detect
-        # The opt-in detectors' level tables: None when a detector is off.
-        self._errors = Levels.of(config.same_error_thresholds) if "same_error" in detect else None
-        self._stale = Levels.of(config.stale_thresholds) if "stale" in detect else None
-        pattern = config.error_pattern
-        self._pattern = None if pattern is None else re.compile(pattern)
+        # The detectors in use, in precedence order, each with its level table (None: the
+        # tool's own rules), and the memory it keeps of an agent (None: it keeps none).
+        self._parts: tuple[tuple[Part, Levels | None], ...] = tuple(
+            (
+                part(config),
+                None if part.thresholds is None else Levels.of(getattr(config, part.thresholds)),
+            )
+            for name, part in PARTS.items()
+            if name in config.detect
+        )
+        # Under the defaults (`repeat` alone) no part reads a result or keeps memory.
+        self._stateful = any(part.fields for part, _ in self._parts)
+        self._minds: _Minds = tuple((part, levels, None) for part, levels in self._parts)
+        self._reads = any(part.needs_result for part, _ in self._parts)
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
-        failure = ("failing", "error", "failures", "variants") if self._errors is not None else ()
-        self._kept = ("turn", "system", *failure)  # what a new user message leaves in place
+        # What a new user message leaves in place.
+        lasting = [f for part, _ in self._parts if part.outlives_user for f in part.fields]
+        self._kept = ("turn", "system", *lasting)
         self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -327,7 +308,7 @@ class Counter:
         """
         return {name: record[name] for name in self._kept if name in record}  # type: ignore[literal-required,return-value]
 
-    def count(  # noqa: PLR0912, PLR0915 - one frame for the loop that runs for every call
+    def count(
         self,
         record: Record,
         turn: Turn,
@@ -364,14 +345,22 @@ class Counter:
         if turn.spoke_before:
             record = self.reset(record)
             reminded = False
-        tool = record.get("tool", "")
-        key = record.get("key", "")
+        return self._calls(record, turn, policies, reminded, followups, sees, observe)
+
+    def _calls(  # noqa: PLR0917 - the one frame of count's loop, called once per turn
+        self,
+        record: Record,
+        turn: Turn,
+        policies: Mapping[str, ToolPolicy] | None,
+        reminded: bool,
+        followups: Sequence[bool],
+        sees: bool,
+        observe: Observer | None,
+    ) -> Count:
+        """`count`'s loop: each tracked call keyed, its streak, what each detector counted."""
+        tool, key, result = record.get("tool", ""), record.get("key", ""), record.get("result", "")
         run = carried = record.get("count", 0)
-        result = record.get("result", "")
-        stale, limit = self._stale, self._limit
-        memory = (
-            None if self._errors is None and stale is None else _Memory(record, stale is not None)
-        )
+        minds = self._start(record)
         due = not turn.spoke_after  # the user spoke after the calls: nothing they drew is due
         # Most turns draw nothing and follow nothing up: no list is made for them.
         reminders: Sequence[Reminder] = ()
@@ -384,59 +373,37 @@ class Counter:
             if rules is None:
                 continue
             tracked += 1
-            text = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
-            new_key = digest(text)
+            arguments = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
+            new_key = digest(arguments)
             same = name == tool and new_key == key
             if reminded:
                 followups = [*followups, not same]
-            outcome = ""
-            if call.result is not None and (rules.result_aware or stale is not None):
-                outcome = _result_digest(call.result)
-            if rules.result_aware:
-                if same and result and outcome and outcome != result:
-                    same = False  # a new result of the same call is progress
-                result = outcome
-            else:
-                result = ""
+            same, result, outcome = self._progress(rules, call, same, result)
             run = run + 1 if same else 1
             tool, key = name, new_key
             if longest is None or run > longest[1]:
                 longest = (name, run)
             reminder = stopped = None
-            # Nothing is due below the first threshold unless another detector or a limit may
-            # call for something: most calls under the defaults need nothing more.
-            wanted = memory is not None or limit is not None or run >= rules.thresholds[0]
+            # Nothing is due below the first threshold unless a detector with a memory or a
+            # limit may call for something: most calls under the defaults need nothing more.
+            wanted = self._stateful or self._limit is not None or run >= rules.thresholds[0]
             if wanted or observe is not None:
-                # What each detector in use counted, in the order they take precedence.
-                counts: dict[Detector, int] = {"repeat": run} if self._repeat else {}
-                error = (
-                    "" if memory is None else self._detect(memory, call, new_key, outcome, counts)
-                )
+                found = self._detect(minds, call, new_key, run, outcome)
                 if due and wanted:
-                    if limit is not None:
-                        stopped = self._escalation(counts, call, text, new_key, position)
-                        # A refused call (the streak the turn started with was at the limit
-                        # already) sent again, after the model read its refusal: a model that
-                        # does not listen is ended, not refused until the recursion limit.
-                        refused = self.blocking and carried >= limit
-                        if refused and stopped is not None and run == carried + tracked:
-                            stopped = replace(stopped, behavior="end")
-                        escalation = _reached(escalation, call, new_key, counts) or stopped
+                    # A refused call sent again after the model read its refusal: the streak
+                    # the turn started with was at the limit, and every call since went on.
+                    again = carried >= (self._limit or 0) and run == carried + tracked
+                    stopped = self._escalation(found, call, arguments, new_key, position, again)
+                    escalation = _reached(escalation, call, found) or stopped
                     if stopped is None:
                         reminder = self._reminder(
-                            counts,
-                            rules,
-                            call,
-                            text,
-                            key=new_key,
-                            position=position,
-                            error=error,
-                            memory=memory,
+                            found, rules, call, arguments, key=new_key, position=position
                         )
-                        if reminder is not None:
-                            reminders = [*reminders, reminder]
+                    if reminder is not None:
+                        reminders = [*reminders, reminder]
                 if observe is not None:
-                    observe(CallTrace(position, call, run, counts, reminder, stopped))
+                    counts = {part.name: number for part, _, _, number in found}
+                    observe(CallTrace(position, call, run, counts, reminder, stopped))  # type: ignore[arg-type]
             reminded = sees and reminder is not None
         new: Record = {
             **record,
@@ -447,13 +414,37 @@ class Counter:
             "result": result,
             "reminded": reminded,
         }
-        if memory is not None:
-            memory.store(new)
+        if self._stateful:
+            _keep(minds, new)
         if not due:
             new = self.reset(new)
         if escalation is not None:
             return Count(new, (), escalation, tracked, longest, followups)
         return _make(Count, (new, reminders, None, tracked, longest, followups))
+
+    def _start(self, record: Record) -> _Minds:
+        """The detectors in use, with what they remember of the agent, for one turn.
+
+        The same every turn when none remembers anything (the defaults).
+        """
+        if not self._stateful:
+            return self._minds
+        return tuple((part, levels, part.start(record)) for part, levels in self._parts)
+
+    def _progress(self, rules: Rules, call: Call, same: bool, result: str) -> tuple[bool, str, str]:
+        """Whether the call still repeats, the result kept, and the result's fingerprint.
+
+        For a tool whose results are progress (`result_aware`), the same call with a new
+        result starts a new run.
+        """
+        outcome = ""
+        if call.result is not None and (rules.result_aware or self._reads):
+            outcome = _result_digest(call.result)
+        if not rules.result_aware:
+            return same, "", outcome
+        if same and result and outcome and outcome != result:
+            same = False  # a new result of the same call is progress
+        return same, outcome, outcome
 
     def predict(
         self,
@@ -472,136 +463,88 @@ class Counter:
         last = found[-1] if found else None
         return last.escalation if last is not None and last.position == position else None
 
-    # -- the detectors' steps -----------------------------------------------------------------
+    # -- the detectors ------------------------------------------------------------------------
 
-    def _detect(
-        self, memory: _Memory, call: Call, key: str, outcome: str, counts: dict[Detector, int]
-    ) -> str:
-        """Run the opt-in detectors on a call; the error text it failed with, or ""."""
-        if call.result is None:
-            return ""  # a call whose result is unknown tells them nothing
-        text = result_text(call.result)
-        error = "" if self._errors is None else self._failure(memory, call, text, key, counts)
-        # An empty result is no evidence that nothing changed (a write says nothing).
-        if self._stale is not None and text.strip():
-            counts["stale"] = self._unchanged(memory, call.tool, key, outcome)
-        return error
-
-    def _failure(
-        self, memory: _Memory, call: Call, text: str, key: str, counts: dict[Detector, int]
-    ) -> str:
-        """Count the call's failure streak; the error text, or "" when it did not fail."""
-        pattern = self._pattern
-        if not (call.error or (pattern is not None and pattern.search(text) is not None)):
-            memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
-            return ""
-        error, short = digest(text), key[:8]
-        if call.tool == memory.failing and error == memory.error:
-            memory.failures += 1
-            if short not in memory.variants and len(memory.variants) < _VARIANTS:
-                memory.variants = [*memory.variants, short]
-        else:
-            memory.failing, memory.error, memory.failures, memory.variants = (
-                call.tool,
-                error,
-                1,
-                [short],
-            )
-        counts["same_error"] = memory.failures
-        return text
-
-    def _unchanged(self, memory: _Memory, tool: str, key: str, outcome: str) -> int:
-        """How many times in a row this call returned this result."""
-        seen: dict[str, str] = memory.seen  # type: ignore[assignment]
-        call, result = digest(f"{tool}\x00{key}")[:16], outcome[:16]
-        before = seen.pop(call, None)
-        times, since = 1, str(memory.changes)
-        if type(before) is str:  # an entry that reads otherwise was not written here: not seen
-            last, _, rest = before.partition(":")
-            number, _, then = rest.partition(":")
-            if last != result:
-                # The agent saw something change: anything it read before may read otherwise
-                # now, so reading it again is a check, not a loop, and every count starts over.
-                memory.changes += 1
-                since = str(memory.changes)
-            elif number.isdigit() and then == since:
-                times = int(number) + 1
-        if times > 1:
-            # A result other calls return too ("Updated 1 path from the index", a shell's
-            # empty output) acknowledges a command: it is no evidence that nothing changed.
-            prefix = result + ":"
-            if any(type(entry) is str and entry.startswith(prefix) for entry in seen.values()):
-                times = 1
-        seen[call] = f"{result}:{times}:{since}"
-        if len(seen) > STALE_MEMORY:
-            del seen[next(iter(seen))]
-        return times
+    def _detect(self, minds: _Minds, call: Call, key: str, run: int, outcome: str) -> _Found:
+        """What each detector in use counted for a call, in the order they take precedence."""
+        result = call.result
+        text = "" if result is None or not self._reads else result_text(result)
+        seen = _make(Seen, (call.tool, key, run, result, call.error, text, outcome))
+        found = []
+        for part, levels, memory in minds:
+            if part.needs_result and result is None:
+                continue  # a call whose result is unknown tells it nothing
+            number = part.see(memory, seen)
+            if number is not None:
+                found.append((part, levels, memory, number))
+        return found
 
     def _reminder(
-        self,
-        counts: Mapping[Detector, int],
-        rules: Rules,
-        call: Call,
-        text: str,
-        *,
-        key: str,
-        position: int,
-        error: str,
-        memory: _Memory | None,
+        self, found: _Found, rules: Rules, call: Call, arguments: str, *, key: str, position: int
     ) -> Reminder | None:
-        """The one reminder a call draws: `repeat` first, then `same_error`, then `stale`."""
-        for detector, number in counts.items():
-            if detector == "repeat":
-                level = rules.level(number)
-            elif detector == "same_error":
-                level = self._errors.at(number)  # type: ignore[union-attr]
-            else:
-                level = self._stale.at(number)  # type: ignore[union-attr]
+        """The one reminder a call draws: that of the first detector, by precedence, due one."""
+        for part, levels, memory, number in found:
+            level = rules.level(number) if levels is None else levels.at(number)
             if level is None:
                 continue
-            arguments = preview(text, self._preview)
-            if detector != "same_error":
-                return Reminder(
-                    call.tool, number, level, arguments, key, detector, position=position
-                )
             return Reminder(
                 call.tool,
                 number,
                 level,
-                arguments,
+                self._cut(arguments),
                 key,
-                detector,
-                error=preview(error, self._preview),
-                variants=len(memory.variants),  # type: ignore[union-attr]
+                part.name,  # type: ignore[arg-type]
                 position=position,
+                **part.details(memory, self._cut),
             )
         return None
 
-    def _escalation(
-        self, counts: Mapping[Detector, int], call: Call, text: str, key: str, position: int
+    def _cut(self, text: str) -> str:
+        """`text` cut to the preview cap."""
+        return preview(text, self._preview)
+
+    def _escalation(  # noqa: PLR0917 - called for each call that may be due something
+        self, found: _Found, call: Call, arguments: str, key: str, position: int, again: bool
     ) -> Escalation | None:
-        """The escalation a count at or past `escalate_after` calls for, if any."""
-        limit: int = self._limit  # type: ignore[assignment]
-        for detector, number in counts.items():
+        """The escalation a count at or past `escalate_after` calls for, if any.
+
+        `again`: the call was refused in an earlier turn, and the model, having read that,
+        sent it again: `block` ends the run then, as `end` does, rather than refuse it until
+        LangGraph's recursion limit.
+        """
+        limit = self._limit
+        if limit is None:
+            return None
+        for part, _, _, number in found:
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
-            # and after. It is refused before it runs, when only the repeat count is known: a
-            # stale or failure count depends on a result, so those detectors keep reminding.
+            # and after. It is refused before it runs, when only a count that needs no result
+            # is known: the detectors that read results keep reminding.
             if self.blocking:
-                if detector != "repeat" or number < limit:
+                if not part.before_run or number < limit:
                     continue
             elif number != limit:
                 continue
-            arguments = preview(text, self._preview)
-            behavior = self.config.exit_behavior
+            behavior = "end" if self.blocking and again else self.config.exit_behavior
             return Escalation(
-                call.tool, number, detector, arguments, behavior, key, position, limit
+                call.tool,
+                number,
+                part.name,  # type: ignore[arg-type]
+                self._cut(arguments),
+                behavior,
+                key,
+                position,
+                limit,
             )
         return None
 
 
-def _reached(
-    escalation: Escalation | None, call: Call, key: str, counts: Mapping[Detector, int]
-) -> Escalation | None:
+def _keep(minds: _Minds, record: Record) -> None:
+    """Each detector's memory, written back into the record."""
+    for part, _, memory in minds:
+        part.keep(memory, record)  # type: ignore[arg-type]
+
+
+def _reached(escalation: Escalation | None, call: Call, found: _Found) -> Escalation | None:
     """The escalation of a turn, with the count its loop reached by this call.
 
     Calls of the same turn after the one that reached the limit go on with its loop (a batch
@@ -609,8 +552,7 @@ def _reached(
     """
     if escalation is None or call.tool != escalation.tool:
         return escalation
-    number = counts.get(escalation.detector, 0)
-    same = escalation.detector == "same_error" or key == escalation.digest
-    if same and number == escalation.count + 1:
-        return replace(escalation, count=number)
+    for part, _, _, number in found:
+        if part.name == escalation.detector and number == escalation.count + 1:
+            return replace(escalation, count=number)
     return escalation

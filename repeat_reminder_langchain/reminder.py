@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict, cast
+
+from .detectors import DETECTORS as _DETECTORS
+from .detectors import PARTS
 
 __all__ = [
     "DETECTORS",
@@ -46,66 +49,13 @@ Level = Literal["gentle", "detailed"]
 Detector = Literal["repeat", "stale", "same_error"]
 ExitBehavior = Literal["end", "error", "interrupt", "block"]
 
-DETECTORS: tuple[Detector, ...] = ("repeat", "same_error", "stale")
+DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
 """Every detector, in the order they take precedence when several fire on one call."""
-
-_TEXTS: dict[tuple[Detector, Level], str] = {
-    ("repeat", "gentle"): (
-        "You have called `{tool}` {count} times in a row with exactly the same arguments. "
-        "Before calling it again, look closely at the result you already have: the same call "
-        "will most likely return the same thing. If the task is not finished, try a different "
-        "approach or different arguments; if you already have what you need, finish."
-    ),
-    ("repeat", "detailed"): (
-        "Repeated tool call detected.\n"
-        "- tool: {tool}\n"
-        "- consecutive_calls: {count}\n"
-        "- arguments: {arguments}\n"
-        "These identical calls are not making progress. Do not call this tool with these exact "
-        "arguments again. Read the latest result, then choose a different action or different "
-        "arguments, or finish if you have gathered enough to answer."
-    ),
-    ("stale", "gentle"): (
-        "`{tool}` has now returned exactly the same result {count} times for the same "
-        "arguments, with other steps in between. Calling it again will not tell you anything "
-        "new: work with the result you have, and call it again only after something it depends "
-        "on has changed."
-    ),
-    ("stale", "detailed"): (
-        "Tool call with no new information detected.\n"
-        "- tool: {tool}\n"
-        "- identical_results: {count}\n"
-        "- arguments: {arguments}\n"
-        "This call keeps returning the same result. Do not make it again until something it "
-        "depends on has changed; use the result you already have, choose a different action, "
-        "or finish."
-    ),
-    ("same_error", "gentle"): (
-        "The last {count} calls to `{tool}` failed with the same error{varied}. Repeating the "
-        "call will not fix it: read the error, deal with its cause or try another way, or "
-        "report the problem if you cannot."
-    ),
-    ("same_error", "detailed"): (
-        "Repeated tool failure detected.\n"
-        "- tool: {tool}\n"
-        "- consecutive_failures: {count}\n"
-        "- argument_sets: {variants}\n"
-        "- error: {error}\n"
-        "Every one of these calls failed with this same error, so changing the arguments is not "
-        "reaching the cause. Stop retrying this tool the same way: address what the error says, "
-        "use another approach, or report the problem."
-    ),
-}
 
 _ESCALATION = (
     "Stopped: the agent was looping on `{tool}` ({what} {count} times). The run ended here "
     "instead of repeating the call again; the conversation is complete up to this point."
 )
-_ESCALATED_WHAT: dict[Detector, str] = {
-    "repeat": "the same call with the same arguments",
-    "stale": "the same call returning the same result",
-    "same_error": "calls failing with the same error",
-}
 
 
 class ReminderTag(TypedDict):
@@ -164,7 +114,8 @@ class Reminder:
     def text(self) -> str:
         """The words the model reads."""
         varied = f", with {self.variants} different argument sets" if self.variants > 1 else ""
-        return _TEXTS[self.detector, self.level].format(
+        words = PARTS[self.detector].words
+        return (words.gentle if self.level == "gentle" else words.detailed).format(
             tool=self.tool,
             count=self.count,
             arguments=self.arguments,
@@ -212,7 +163,7 @@ class Escalation:
     @property
     def text(self) -> str:
         """The final words of a run the guard ended."""
-        what = _ESCALATED_WHAT[self.detector]
+        what = PARTS[self.detector].words.stopped
         return _ESCALATION.format(tool=self.tool, what=what, count=self.count)
 
     @property

@@ -28,13 +28,22 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
 
 from repeat_reminder_langchain import (
+    ReminderConfig,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
     RepeatToolReminderWarning,
     is_reminder,
     prepare_messages,
 )
-from repeat_reminder_langchain._counter import Record, read_record
+from repeat_reminder_langchain._counter import (
+    Call,
+    CallTrace,
+    Count,
+    Counter,
+    Record,
+    Turn,
+    read_record,
+)
 from repeat_reminder_langchain.tooling import cli
 from repeat_reminder_langchain.tooling.cli import main
 
@@ -298,3 +307,37 @@ def _failed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
     first, *rest = captured.err.splitlines()
     assert first.startswith("error: ")
     return [first.removeprefix("error: "), *rest]
+
+
+# -- the counter, without LangChain ------------------------------------------------------------
+
+CONFIG = ReminderConfig(thresholds=[2, 4])
+
+
+def count(
+    record: Record,
+    turn: str,
+    calls: list[Call],
+    config: ReminderConfig = CONFIG,
+    *,
+    sees: bool = True,
+    trace: list[CallTrace] | None = None,
+) -> Count:
+    observe = None if trace is None else trace.append
+    return Counter(config).count(record, Turn(turn, tuple(calls)), sees=sees, observe=observe)
+
+
+def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Record, list[Any]]:
+    record: Record = {}
+    found: list[Any] = []
+    counter = Counter(config)
+    for number, calls in enumerate(turns):
+        counted = counter.count(record, Turn(f"turn-{number}", tuple(calls)))
+        assert counted.record is not None
+        record = counted.record
+        found += [(r.detector, r.level, r.tool, r.count) for r in counted.reminders]
+    return record, found
+
+
+def c(call_id: str = "", tool: str = "probe", args: Any = None, **outcome: Any) -> Call:
+    return Call(call_id, tool, {"q": 1} if args is None else args, **outcome)

@@ -9,50 +9,17 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import (
-    STALE_MEMORY,
     Call,
     CallTrace,
-    Count,
     Counter,
     Record,
     RecordError,
     Turn,
     read_record,
-    result_text,
 )
 from repeat_reminder_langchain.stats import Stats
 
-CONFIG = ReminderConfig(thresholds=[2, 4])
-
-
-def count(
-    record: Record,
-    turn: str,
-    calls: list[Call],
-    config: ReminderConfig = CONFIG,
-    *,
-    sees: bool = True,
-    trace: list[CallTrace] | None = None,
-) -> Count:
-    observe = None if trace is None else trace.append
-    return Counter(config).count(record, Turn(turn, tuple(calls)), sees=sees, observe=observe)
-
-
-def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Record, list[Any]]:
-    record: Record = {}
-    found: list[Any] = []
-    counter = Counter(config)
-    for number, calls in enumerate(turns):
-        counted = counter.count(record, Turn(f"turn-{number}", tuple(calls)))
-        assert counted.record is not None
-        record = counted.record
-        found += [(r.detector, r.level, r.tool, r.count) for r in counted.reminders]
-    return record, found
-
-
-def c(call_id: str = "", tool: str = "probe", args: Any = None, **outcome: Any) -> Call:
-    return Call(call_id, tool, {"q": 1} if args is None else args, **outcome)
-
+from .helpers import CONFIG, c, count, play
 
 # -- repeat -----------------------------------------------------------------------------------
 
@@ -176,91 +143,6 @@ def test_a_turn_of_untracked_calls_leaves_a_record_that_reads_back_with_nothing_
     # The user spoke before: the reminder they had seen is behind them.
     spoke = Turn("v", (c(tool="todo"),), spoke_before=True)
     assert Counter(config).count({"reminded": True}, spoke).record == {"turn": "v", **empty}
-
-
-# -- stale ------------------------------------------------------------------------------------
-
-STALE = ReminderConfig(detect=["stale"], stale_thresholds=[2])
-
-
-def test_stale_counts_the_same_result_of_the_same_call_whatever_comes_between() -> None:
-    turns = [[c(result="r")], [c(tool="other", result="o")], [c(result="r")]]
-    assert play(turns, STALE)[1] == [("stale", "gentle", "probe", 2)]
-
-
-def test_stale_needs_a_result_and_forgets_the_least_recent_call_first() -> None:
-    assert play([[c()], [c()]], STALE)[1] == []  # no result known: nothing to compare
-    calls = [[c(args={"n": n}, result=f"r{n}")] for n in range(STALE_MEMORY + 1)]
-    record, _ = play(calls, STALE)
-    assert len(record["seen"]) == STALE_MEMORY
-    _, forgotten = play([*calls, [c(args={"n": 0}, result="r0")]], STALE)
-    _, remembered = play([*calls, [c(args={"n": 1}, result="r1")]], STALE)
-    assert forgotten == [] and remembered == [("stale", "gentle", "probe", 2)]
-
-
-# -- same_error -------------------------------------------------------------------------------
-
-ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_pattern="^Error")
-
-
-def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets() -> None:
-    turns = [[c(args={"n": n % 2}, result="boom", error=True)] for n in range(3)]
-    trace: list[CallTrace] = []
-    record: Record = {}
-    for number, calls in enumerate(turns):
-        counted = count(record, f"t{number}", calls, ERRORS, trace=trace)
-        assert counted.record is not None
-        record = counted.record
-    (reminder,) = counted.reminders
-    assert (reminder.detector, reminder.count, reminder.variants, reminder.error) == (
-        "same_error",
-        3,
-        2,
-        "boom",
-    )
-    assert [entry.counts for entry in trace] == [{"same_error": n} for n in (1, 2, 3)]
-    # What the events, logs and audit show of it: the call's arguments, digest and place.
-    assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])
-    more = ReminderConfig(detect=["same_error"], same_error_thresholds=[3, 4])
-    failing = c(args={"n": 1}, result="boom", error=True)
-    beside = count(record, "t3", [c(tool="other"), failing], more)
-    assert [(r.count, r.position) for r in beside.reminders] == [(4, 1)]
-    assert "seen" not in record  # `stale` is off: nothing of it is kept
-
-
-def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
-    turns = [[c(args={"n": n}, result=[{"type": "text", "text": "Error: no"}])] for n in range(3)]
-    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
-    assert result_text([{"type": "text", "text": "a"}, "b", 7]) == "a\nb"
-    assert result_text([{"type": "image", "url": "u"}, "b"]) == "b"  # a block without text
-    assert result_text({"k": 1}) == '{"k":1}'
-
-
-def test_a_call_without_a_result_starts_no_failure_streak() -> None:
-    record = count({}, "t", [c()], ERRORS).record
-    assert record is not None and "failing" not in record
-
-
-def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> None:
-    failing = c(args={"n": 1}, result="Error: no")
-    unanswered = c(args={"n": 2})  # e.g. an invalid call, never answered in state
-    turns = [[failing], [unanswered], [failing], [failing]]
-    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
-
-
-def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
-    turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
-    record = play(turns, ERRORS)[0]
-    assert not {"failing", "error", "failures", "variants"} & set(record)
-    # A stored streak missing some of its fields ends as cleanly.
-    ended = count({"failing": "probe", "error": "e"}, "t", [c(result="fine")], ERRORS).record
-    assert ended is not None and not {"failing", "error"} & set(ended)
-
-
-def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
-    turns = [[c(args={"n": n}, result="Error: no")] for n in range(20)]
-    record, _ = play(turns, ERRORS)
-    assert (record["failures"], len(record["variants"])) == (20, 16)
 
 
 def test_ignored_arguments_are_left_out_with_every_detector_on() -> None:
@@ -431,23 +313,6 @@ def test_stored_variants_are_strings() -> None:
         read_record({"variants": ["a", 1]})
 
 
-@pytest.mark.parametrize(
-    "entry", [7, "nonsense", "r:", "r:x", "other:2", "{r}:1", "{r}:x:0", "{r}:1:1"]
-)
-def test_a_stale_entry_that_does_not_read_result_times_changes_is_a_call_not_seen(
-    entry: Any,
-) -> None:
-    record = play([[c(result="r")]], STALE)[0]
-    (call,) = record["seen"]
-    result = record["seen"][call].partition(":")[0]
-    entry = entry.replace("{r}", result) if isinstance(entry, str) else entry
-    kept = count({**record, "seen": {call: entry}}, "t2", [c(result="r")], STALE)
-    assert list(kept.reminders) == []  # one time, not two
-    assert kept.record is not None and kept.record["seen"][call].split(":")[1] == "1"
-    again = count(record, "t2", [c(result="r")], STALE)
-    assert [r.count for r in again.reminders] == [2]
-
-
 def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -> None:
     from types import MappingProxyType
 
@@ -472,49 +337,3 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
         record, Turn("u", (c("b", result="Error: no", error=True),), spoke_before=True)
     )
     assert [(r.detector, r.count) for r in spoke.reminders] == [("same_error", 3)]
-
-
-def test_results_that_are_not_text_are_told_apart_by_their_content() -> None:
-    first, second = [{"type": "text", "text": "a"}], [{"type": "text", "text": "b"}]
-    assert play([[c(result=first)], [c(tool="other")], [c(result=second)]], STALE)[1] == []
-    assert play([[c(result=first)], [c(tool="other")], [c(result=first)]], STALE)[1] != []
-
-
-@pytest.mark.parametrize("empty", ["", "  \n", [{"type": "text", "text": " "}]])
-def test_an_empty_result_is_no_evidence_that_nothing_changed(empty: Any) -> None:
-    assert play([[c(result=empty)], [c(tool="other")], [c(result=empty)]], STALE)[1] == []
-    assert play([[c(result="r")], [c(tool="other")], [c(result="r")]], STALE)[1] != []
-
-
-def test_a_call_that_returns_something_new_starts_every_stale_count_over() -> None:
-    # The agent saw something change: reading again what it read before is a check, not a loop.
-    a, b = c(args={"f": "a"}, result="same"), c(args={"f": "b"}, result="one")
-    changed = c(args={"f": "b"}, result="two")
-    assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
-    record, reminders = play([[a], [b], [changed], [a]], STALE)
-    assert reminders == [] and record["changes"] == 1
-    assert play([[a], [b], [changed], [a], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
-    # The call that changed counts its new result from there.
-    assert play([[b], [changed], [changed]], STALE)[1] == [("stale", "gentle", "probe", 2)]
-    # Every change counts: what was read between two changes starts over at the second.
-    again = c(args={"f": "b"}, result="three")
-    record, reminders = play([[a], [b], [changed], [a], [again], [a]], STALE)
-    assert reminders == [] and record["changes"] == 2
-    # The user speaking forgets the changes with the rest.
-    assert "changes" not in Counter(STALE).reset(record)
-
-
-def test_a_result_other_calls_return_too_is_no_evidence_that_nothing_changed() -> None:
-    # A checkout answers every file alike: checking out `a` again after `b` may well matter.
-    done = "Updated 1 path from the index"
-    a, b = c(args={"f": "a"}, result=done), c(args={"f": "b"}, result=done)
-    assert play([[a], [b], [a], [a]], STALE)[1] == []
-    # Another call with a result of its own leaves the count alone.
-    b = c(args={"f": "b"}, result="other text")
-    assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
-    # A stored entry that is not text is no such evidence either.
-    record: Record = {"seen": {"x": 1}}  # type: ignore[dict-item]
-    counted = Counter(STALE).count(record, Turn("t1", (a,)))
-    assert counted.record is not None
-    counted = Counter(STALE).count(counted.record, Turn("t2", (a,)))
-    assert [(r.detector, r.count) for r in counted.reminders] == [("stale", 2)]

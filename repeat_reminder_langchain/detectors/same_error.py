@@ -1,0 +1,104 @@
+"""`same_error`: one tool failing again and again with the same error, whatever the arguments."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import override
+
+from ..canonical import digest
+from ._part import Part, Seen, Words
+
+if TYPE_CHECKING:
+    from ..config import ReminderConfig
+
+_VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
+
+
+class _Streak:
+    """The failure streak: its tool, its error's fingerprint, how long, with what arguments."""
+
+    __slots__ = ("error", "failing", "failures", "text", "variants")
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.failing: str = record.get("failing", "")
+        self.error: str = record.get("error", "")
+        self.failures: int = record.get("failures", 0)
+        self.variants: list[str] = record.get("variants", [])
+        self.text = ""  # the error text of the call seen last
+
+
+class SameError(Part):
+    """Counts the failures in a row of one tool with the identical error.
+
+    A result fails when it is marked as an error (`status="error"`) or its text matches
+    `error_pattern`.
+    """
+
+    name = "same_error"
+    thresholds = "same_error_thresholds"
+    fields = ("failing", "error", "failures", "variants")
+    outlives_user = True  # a call that fails the same way after every user message still loops
+    words = Words(
+        gentle=(
+            "The last {count} calls to `{tool}` failed with the same error{varied}. Repeating "
+            "the call will not fix it: read the error, deal with its cause or try another way, "
+            "or report the problem if you cannot."
+        ),
+        detailed=(
+            "Repeated tool failure detected.\n"
+            "- tool: {tool}\n"
+            "- consecutive_failures: {count}\n"
+            "- argument_sets: {variants}\n"
+            "- error: {error}\n"
+            "Every one of these calls failed with this same error, so changing the arguments is "
+            "not reaching the cause. Stop retrying this tool the same way: address what the "
+            "error says, use another approach, or report the problem."
+        ),
+        stopped="calls failing with the same error",
+    )
+
+    @override
+    def __init__(self, config: ReminderConfig) -> None:
+        pattern = config.error_pattern
+        self._pattern = None if pattern is None else re.compile(pattern)
+
+    @override
+    def start(self, record: Mapping[str, Any]) -> _Streak:
+        return _Streak(record)
+
+    @override
+    def see(self, memory: _Streak, seen: Seen) -> int | None:
+        pattern = self._pattern
+        if not (seen.error or (pattern is not None and pattern.search(seen.text) is not None)):
+            memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
+            return None
+        error, short = digest(seen.text), seen.key[:8]
+        if seen.tool == memory.failing and error == memory.error:
+            memory.failures += 1
+            if short not in memory.variants and len(memory.variants) < _VARIANTS:
+                memory.variants = [*memory.variants, short]
+        else:
+            memory.failing, memory.error, memory.failures, memory.variants = (
+                seen.tool,
+                error,
+                1,
+                [short],
+            )
+        memory.text = seen.text
+        return memory.failures
+
+    @override
+    def keep(self, memory: _Streak, record: dict[str, Any]) -> None:
+        if memory.failing:
+            record["failing"], record["error"] = memory.failing, memory.error
+            record["failures"], record["variants"] = memory.failures, memory.variants
+        elif "failing" in record:  # the streak ended: nothing of it is kept
+            for name in self.fields:
+                record.pop(name, None)
+
+    @override
+    def details(self, memory: _Streak, cut: Callable[[str], str]) -> Mapping[str, Any]:
+        return {"error": cut(memory.text), "variants": len(memory.variants)}

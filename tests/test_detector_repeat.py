@@ -1,0 +1,51 @@
+"""`repeat`, the original rule, and the registry that names every detector in precedence order."""
+
+from __future__ import annotations
+
+import pytest
+
+from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig
+from repeat_reminder_langchain.detectors import DETECTORS, PARTS, Seen
+from repeat_reminder_langchain.detectors.repeat import Repeat
+
+from .helpers import c, play
+
+
+def test_the_part_counts_the_counters_streak_and_keeps_no_memory() -> None:
+    part = Repeat(ReminderConfig())
+    memory = part.start({"count": 4})
+    assert memory is None
+    assert part.see(memory, Seen("probe", "k", 4)) == 4  # no result needed: known before it runs
+    record = {"count": 4}
+    part.keep(memory, record)
+    assert record == {"count": 4}
+    assert part.details(memory, str) == {}
+
+
+def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
+    config = ReminderConfig(thresholds=[2], repeat_every=2)
+    assert play([[c()] for _ in range(4)], config)[1] == [
+        ("repeat", "gentle", "probe", 2),
+        ("repeat", "detailed", "probe", 4),
+    ]
+
+
+def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
+    assert DETECTORS == ("repeat", "same_error", "stale")
+    assert all(PARTS[name].name == name for name in DETECTORS)
+    # `detect=` takes them in any order and keeps the registry's.
+    assert ReminderConfig(detect=["stale", "repeat"]).detect == ("repeat", "stale")
+    with pytest.raises(ConfigError, match=r"detect: unknown detector 'stael'.*stale"):
+        ReminderConfig(detect=["stael"])
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_each_detectors_words_are_its_own(name: str) -> None:
+    words = PARTS[name].words
+    gentle = Reminder("probe", 3, "gentle", "{}", detector=name)  # type: ignore[arg-type]
+    detailed = Reminder("probe", 5, "detailed", "{}", detector=name)  # type: ignore[arg-type]
+    fields = {"tool": "probe", "arguments": "{}", "error": "", "variants": 1, "varied": ""}
+    assert gentle.text == words.gentle.format(count=3, **fields)
+    assert detailed.text == words.detailed.format(count=5, **fields)
+    stopped = Escalation("probe", 9, name, "{}", "end")  # type: ignore[arg-type]
+    assert words.stopped in stopped.text

@@ -1,0 +1,106 @@
+"""`same_error`: one tool failing again and again with the same error, whatever the arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._counter import CallTrace, Record, result_text
+from repeat_reminder_langchain.detectors import Seen
+from repeat_reminder_langchain.detectors.same_error import SameError
+
+from .helpers import c, count, play
+
+ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_pattern="^Error")
+
+
+def failed(key: str = "k", text: str = "Error: no", *, error: bool = False) -> Seen:
+    return Seen("probe", key, 1, text, error, text)
+
+
+# -- the part on its own ----------------------------------------------------------------------
+
+
+def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() -> None:
+    part = SameError(ERRORS)
+    memory = part.start({"count": 9, "seen": {}})  # fields of others: not its own
+    assert part.see(memory, failed("a")) == 1
+    assert part.see(memory, failed("b")) == 2  # other arguments, the same error
+    assert part.see(memory, failed("c", "boom", error=True)) == 1  # another error
+    assert part.details(memory, lambda text: text[:2]) == {"error": "bo", "variants": 1}
+    record: dict[str, Any] = {"count": 9}
+    part.keep(memory, record)
+    assert sorted(record) == ["count", "error", "failing", "failures", "variants"]
+    assert part.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
+    part.keep(memory, record)
+    assert record == {"count": 9}
+
+
+def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
+    part = SameError(ReminderConfig(detect=["same_error"]))
+    memory = part.start({})
+    assert part.see(memory, failed()) is None
+    assert part.see(memory, failed(error=True)) == 1
+
+
+# -- through the counter ----------------------------------------------------------------------
+
+
+def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets() -> None:
+    turns = [[c(args={"n": n % 2}, result="boom", error=True)] for n in range(3)]
+    trace: list[CallTrace] = []
+    record: Record = {}
+    for number, calls in enumerate(turns):
+        counted = count(record, f"t{number}", calls, ERRORS, trace=trace)
+        assert counted.record is not None
+        record = counted.record
+    (reminder,) = counted.reminders
+    assert (reminder.detector, reminder.count, reminder.variants, reminder.error) == (
+        "same_error",
+        3,
+        2,
+        "boom",
+    )
+    assert [entry.counts for entry in trace] == [{"same_error": n} for n in (1, 2, 3)]
+    # What the events, logs and audit show of it: the call's arguments, digest and place.
+    assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])
+    more = ReminderConfig(detect=["same_error"], same_error_thresholds=[3, 4])
+    failing = c(args={"n": 1}, result="boom", error=True)
+    beside = count(record, "t3", [c(tool="other"), failing], more)
+    assert [(r.count, r.position) for r in beside.reminders] == [(4, 1)]
+    assert "seen" not in record  # `stale` is off: nothing of it is kept
+
+
+def test_a_returned_text_matching_the_error_pattern_is_a_failure() -> None:
+    turns = [[c(args={"n": n}, result=[{"type": "text", "text": "Error: no"}])] for n in range(3)]
+    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
+    assert result_text([{"type": "text", "text": "a"}, "b", 7]) == "a\nb"
+    assert result_text([{"type": "image", "url": "u"}, "b"]) == "b"  # a block without text
+    assert result_text({"k": 1}) == '{"k":1}'
+
+
+def test_a_call_without_a_result_starts_no_failure_streak() -> None:
+    record = count({}, "t", [c()], ERRORS).record
+    assert record is not None and "failing" not in record
+
+
+def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> None:
+    failing = c(args={"n": 1}, result="Error: no")
+    unanswered = c(args={"n": 2})  # e.g. an invalid call, never answered in state
+    turns = [[failing], [unanswered], [failing], [failing]]
+    assert play(turns, ERRORS)[1] == [("same_error", "gentle", "probe", 3)]
+
+
+def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
+    turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
+    record = play(turns, ERRORS)[0]
+    assert not {"failing", "error", "failures", "variants"} & set(record)
+    # A stored streak missing some of its fields ends as cleanly.
+    ended = count({"failing": "probe", "error": "e"}, "t", [c(result="fine")], ERRORS).record
+    assert ended is not None and not {"failing", "error"} & set(ended)
+
+
+def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
+    turns = [[c(args={"n": n}, result="Error: no")] for n in range(20)]
+    record, _ = play(turns, ERRORS)
+    assert (record["failures"], len(record["variants"])) == (20, 16)
