@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
 from .canonical import canonicalize, digest
 from .config import ReminderConfig
@@ -93,14 +93,8 @@ class Record(TypedDict, total=False):
         result: The fingerprint of that call's result, where results are progress.
         reminded: Whether that call drew a reminder the model saw (so the next call, or the
             model answering, tells whether it changed course).
-        failing: The tool of the current failure streak (`same_error`).
-        error: The fingerprint of that streak's error text.
-        failures: How many tracked calls in a row failed with it.
-        variants: Short fingerprints of the argument sets that hit it.
-        seen: For `stale`, the latest distinct calls, oldest first: each call's fingerprint
-            maps to `result:times:changes`, the fingerprint of its latest result, how many
-            times in a row it returned that, and `changes` when it last did.
-        changes: For `stale`, how many times a remembered call returned something new.
+        detectors: What each detector that keeps a memory remembers of the agent, under its
+            name, as it writes it (`repeat` keeps none: its count is the run above).
         system: Whether reminders were stored as system messages that a model may have to be
             sent as user turns (kept by the middleware).
     """
@@ -111,12 +105,7 @@ class Record(TypedDict, total=False):
     count: int
     result: str
     reminded: bool
-    failing: str
-    error: str
-    failures: int
-    variants: list[str]
-    seen: dict[str, str]
-    changes: int
+    detectors: dict[str, dict[str, Any]]
     system: bool
 
 
@@ -124,25 +113,17 @@ class RecordError(ValueError):
     """A stored record that is not what the guard writes; the count starts over."""
 
 
+# Each field's type, as `Record` declares it: what a stored record is checked against.
 _TYPES: dict[str, type] = {
-    "turn": str,
-    "tool": str,
-    "key": str,
-    "count": int,
-    "result": str,
-    "reminded": bool,
-    "failing": str,
-    "error": str,
-    "failures": int,
-    "variants": list,
-    "seen": dict,
-    "changes": int,
-    "system": bool,
+    name: get_origin(kind) or kind for name, kind in get_type_hints(Record).items()
 }
 
 
 def read_record(data: object) -> Record:
     """The record a face stored, checked field by field (a field it does not know is left as is).
+
+    Each detector checks its own memory. A record stored by 0.3, with the detectors' memories
+    in flat fields of its own (`failing`, `seen`, ...), is read into the record of today.
 
     Raises:
         RecordError: `data` is not what the guard writes, naming the field.
@@ -151,16 +132,43 @@ def read_record(data: object) -> Record:
         if not isinstance(data, Mapping):
             raise RecordError(f"a stored record must be a mapping, got {type(data).__name__}")
         data = dict(data)
+    if not _LEGACY.isdisjoint(data):
+        data = _upgraded(data)
     for name, value in data.items():
         kind = _TYPES.get(name)
         if kind is not None and type(value) is not kind:
             raise RecordError(f"stored {name} must be a {kind.__name__}, got {value!r}")
-    if data.get("count", 0) < 0 or data.get("failures", 0) < 0 or data.get("changes", 0) < 0:
+    if data.get("count", 0) < 0:
         raise RecordError(f"stored counts must be whole numbers from zero, got {data!r}")
-    variants = data.get("variants")
-    if variants and not all(type(item) is str for item in variants):
-        raise RecordError(f"stored variants must be a list of strings, got {variants!r}")
+    for name, kept in data.get("detectors", {}).items():
+        part = PARTS.get(name)
+        if part is not None:  # one it does not know (a newer version's) is left as is
+            try:
+                part.check(kept)
+            except (TypeError, ValueError) as problem:
+                raise RecordError(f"stored {name} memory is not valid: {problem}") from None
     return data  # type: ignore[return-value]
+
+
+# The fields in which 0.3 kept the detectors' memories, each detector's own.
+_LEGACY = frozenset(field for part in PARTS.values() for field in part.legacy)
+
+
+def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    """A record stored by 0.3, as the record of today: each detector reads its old fields."""
+    data = dict(data)
+    flat = {name: data.pop(name) for name in _LEGACY & data.keys()}
+    detectors: dict[str, Any] = {}
+    for part in PARTS.values():
+        try:
+            kept = part.upgrade(flat)
+        except (TypeError, ValueError) as problem:
+            raise RecordError(f"stored {part.name} memory is not valid: {problem}") from None
+        if kept is not None:
+            detectors[part.name] = kept
+    if detectors:
+        data["detectors"] = {**detectors, **data.get("detectors", {})}
+    return data
 
 
 class CallTrace(NamedTuple):
@@ -251,7 +259,7 @@ class Counter:
     """
 
     __slots__ = (
-        "_kept",
+        "_lasting",
         "_limit",
         "_minds",
         "_parts",
@@ -277,16 +285,15 @@ class Counter:
             if name in config.detect
         )
         # Under the defaults (`repeat` alone) no part reads a result or keeps memory.
-        self._stateful = any(part.fields for part, _ in self._parts)
+        self._stateful = any(part.remembers for part, _ in self._parts)
         self._minds: _Minds = tuple((part, levels, None) for part, levels in self._parts)
         self._reads = any(part.needs_result for part, _ in self._parts)
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
-        # What a new user message leaves in place.
-        lasting = [f for part, _ in self._parts if part.outlives_user for f in part.fields]
-        self._kept = ("turn", "system", *lasting)
+        # The memories a new user message leaves in place.
+        self._lasting = tuple(part.name for part, _ in self._parts if part.outlives_user)
         self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -306,7 +313,12 @@ class Counter:
         The turn stays counted, and a failure streak goes on: a call that fails the same way
         after every user message is still a loop.
         """
-        return {name: record[name] for name in self._kept if name in record}  # type: ignore[literal-required,return-value]
+        kept = cast("Record", {name: record[name] for name in ("turn", "system") if name in record})
+        memories = record.get("detectors", {})
+        lasting = {name: memories[name] for name in self._lasting if name in memories}
+        if lasting:
+            kept["detectors"] = lasting
+        return kept
 
     def count(
         self,
@@ -429,7 +441,10 @@ class Counter:
         """
         if not self._stateful:
             return self._minds
-        return tuple((part, levels, part.start(record)) for part, levels in self._parts)
+        memories = record.get("detectors", {})
+        return tuple(
+            (part, levels, part.start(memories.get(part.name, {}))) for part, levels in self._parts
+        )
 
     def _progress(self, rules: Rules, call: Call, same: bool, result: str) -> tuple[bool, str, str]:
         """Whether the call still repeats, the result kept, and the result's fingerprint.
@@ -539,9 +554,18 @@ class Counter:
 
 
 def _keep(minds: _Minds, record: Record) -> None:
-    """Each detector's memory, written back into the record."""
+    """Each detector's memory, written back into the record (a memory of nothing is left out)."""
+    memories = dict(record.get("detectors", {}))
     for part, _, memory in minds:
-        part.keep(memory, record)  # type: ignore[arg-type]
+        kept = part.keep(memory)
+        if kept:
+            memories[part.name] = kept
+        else:
+            memories.pop(part.name, None)
+    if memories:
+        record["detectors"] = memories
+    else:
+        record.pop("detectors", None)
 
 
 def _reached(escalation: Escalation | None, call: Call, found: _Found) -> Escalation | None:

@@ -79,7 +79,8 @@ def test_reset_clears_the_record_but_keeps_the_turn_and_what_is_stored() -> None
     config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
     counted = count({"system": True}, "t", [c(result="x", error=True)] * 2, config)
     assert counted.record is not None
-    assert counted.record["reminded"] and counted.record["seen"] and counted.record["failing"]
+    memories = counted.record["detectors"]
+    assert counted.record["reminded"] and memories["stale"] and memories["same_error"]
     plain = ReminderConfig(thresholds=[2], detect=["repeat", "stale"])
     assert Counter(plain).reset(counted.record) == {"turn": "t", "system": True}
     assert Counter(config).reset({"turn": "t", "count": 3}) == {"turn": "t"}
@@ -249,7 +250,7 @@ def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else()
 def test_a_record_survives_its_stored_form() -> None:
     config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
     record = play([[c(result="e", error=True)]] * 2, config)[0]
-    assert record["seen"] and record["failing"] and record["reminded"]
+    assert sorted(record["detectors"]) == ["same_error", "stale"] and record["reminded"]
     assert read_record(record) == record
     assert read_record({}) == {}
     assert read_record({"unknown": 1, "count": 2}) == {"unknown": 1, "count": 2}  # not read
@@ -262,12 +263,7 @@ BAD_FIELDS: dict[str, Any] = {
     "count": "many",
     "result": 2,
     "reminded": "yes",
-    "failing": 3,
-    "error": [],
-    "failures": 1.5,
-    "variants": "abc",
-    "seen": ["abc"],
-    "changes": "1",
+    "detectors": ["stale"],
     "system": 1,
 }
 
@@ -289,28 +285,67 @@ _GOOD: dict[str, Any] = {
     "count": 1,
     "result": "r",
     "reminded": True,
-    "failing": "probe",
-    "error": "e",
-    "failures": 2,
-    "variants": ["v"],
-    "seen": {"c": "r:1:0"},
-    "changes": 3,
+    "detectors": {},
     "system": False,
 }
 
 
 @pytest.mark.parametrize(
-    "data", [{"count": -1}, {"failures": -2}, {"changes": -3}, {"count": True}]
+    ("data", "problem"),
+    [
+        ({"count": -1}, "stored counts must be whole numbers from zero"),
+        ({"count": True}, "stored count must be a int"),
+        ({"detectors": {"stale": []}}, "stored stale memory is not valid: a mapping was"),
+        ({"detectors": {"stale": {"changes": -3}}}, "stale memory is not valid: changes must"),
+        ({"detectors": {"stale": {"calls": {"c": "r:1:0"}}}}, "a call must be [result"),
+        ({"detectors": {"stale": {"calls": {"c": ["r", 0, 0]}}}}, "a call must be [result"),
+        ({"detectors": {"same_error": {"failures": -2}}}, "same_error memory is not valid"),
+        ({"detectors": {"same_error": {"variants": ["a", 1]}}}, "variants must be a list of"),
+        ({"detectors": {"same_error": {"tool": 3}}}, "tool must be a str, got 3"),
+    ],
 )
-def test_a_stored_count_is_a_whole_number_from_zero(data: Any) -> None:
-    with pytest.raises(RecordError, match="stored"):
+def test_a_stored_count_or_memory_that_the_guard_did_not_write_is_rejected(
+    data: Any, problem: str
+) -> None:
+    with pytest.raises(RecordError, match=re.escape(problem)):
         read_record(data)
     assert read_record({"count": 0}) == {"count": 0}
+    # A memory of a detector this version does not know is left as it is.
+    assert read_record({"detectors": {"cycle": [1]}}) == {"detectors": {"cycle": [1]}}
 
 
-def test_stored_variants_are_strings() -> None:
-    with pytest.raises(RecordError, match=r"^stored variants must be a list of strings"):
-        read_record({"variants": ["a", 1]})
+def test_a_record_stored_by_0_3_is_read_into_todays() -> None:
+    flat = {
+        "turn": "t",
+        "count": 1,
+        "failing": "book",
+        "error": "e" * 32,
+        "failures": 2,
+        "variants": ["3c49904e", "5e44a602"],
+        "seen": {"a": "279ddbaa60cbc7fc:2:0", "b": "r:x:0", "c": 7, "d": "r:0:1"},
+        "changes": 1,
+    }
+    assert read_record(flat) == {
+        "turn": "t",
+        "count": 1,
+        "detectors": {
+            "same_error": {
+                "tool": "book",
+                "error": "e" * 32,
+                "failures": 2,
+                "variants": ["3c49904e", "5e44a602"],
+            },
+            # An entry that does not read "result:times:changes" was a call not seen.
+            "stale": {"calls": {"a": ["279ddbaa60cbc7fc", 2, 0]}, "changes": 1},
+        },
+    }
+    assert "failing" in flat  # what was read is left as it was
+    assert read_record({"seen": {}}) == {"detectors": {"stale": {"calls": {}}}}
+    assert read_record({"failing": "", "failures": 0}) == {}  # no streak: nothing of it
+    with pytest.raises(RecordError, match=r"^stored same_error memory is not valid: variants"):
+        read_record({"failing": "book", "variants": ["a", 1]})
+    with pytest.raises(RecordError, match=r"^stored stale memory is not valid: seen must be"):
+        read_record({"seen": ["a"]})
 
 
 def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -> None:
@@ -328,10 +363,7 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
     assert record is not None
     assert Counter(config).reset(record) == {
         "turn": "t",
-        "failing": "probe",
-        "error": record["error"],
-        "failures": 2,
-        "variants": record["variants"],
+        "detectors": {"same_error": record["detectors"]["same_error"]},
     }
     spoke = Counter(config).count(
         record, Turn("u", (c("b", result="Error: no", error=True),), spoke_before=True)

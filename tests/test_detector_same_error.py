@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import CallTrace, Record, result_text
 from repeat_reminder_langchain.detectors import Seen
@@ -23,17 +21,17 @@ def failed(key: str = "k", text: str = "Error: no", *, error: bool = False) -> S
 
 def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() -> None:
     part = SameError(ERRORS)
-    memory = part.start({"count": 9, "seen": {}})  # fields of others: not its own
+    memory = part.start({})
     assert part.see(memory, failed("a")) == 1
     assert part.see(memory, failed("b")) == 2  # other arguments, the same error
     assert part.see(memory, failed("c", "boom", error=True)) == 1  # another error
     assert part.details(memory, lambda text: text[:2]) == {"error": "bo", "variants": 1}
-    record: dict[str, Any] = {"count": 9}
-    part.keep(memory, record)
-    assert sorted(record) == ["count", "error", "failing", "failures", "variants"]
+    kept = part.keep(memory)
+    assert kept is not None
+    assert sorted(kept) == ["error", "failures", "tool", "variants"]
+    assert part.see(part.start(kept), failed("d", "boom", error=True)) == 2  # read back
     assert part.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
-    part.keep(memory, record)
-    assert record == {"count": 9}
+    assert part.keep(memory) is None
 
 
 def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
@@ -94,13 +92,15 @@ def test_a_call_without_a_result_neither_counts_nor_ends_a_failure_streak() -> N
 def test_a_call_that_does_not_fail_clears_the_failure_streak() -> None:
     turns = [[c(result="Error: no")], [c(result="Error: no")], [c(result="fine")]]
     record = play(turns, ERRORS)[0]
-    assert not {"failing", "error", "failures", "variants"} & set(record)
+    assert "detectors" not in record  # nothing of the streak is kept
     # A stored streak missing some of its fields ends as cleanly.
-    ended = count({"failing": "probe", "error": "e"}, "t", [c(result="fine")], ERRORS).record
-    assert ended is not None and not {"failing", "error"} & set(ended)
+    stored: Record = {"detectors": {"same_error": {"tool": "probe", "error": "e"}}}
+    ended = count(stored, "t", [c(result="fine")], ERRORS).record
+    assert ended is not None and "detectors" not in ended
 
 
 def test_a_failure_streak_remembers_at_most_sixteen_argument_sets() -> None:
     turns = [[c(args={"n": n}, result="Error: no")] for n in range(20)]
     record, _ = play(turns, ERRORS)
-    assert (record["failures"], len(record["variants"])) == (20, 16)
+    streak = record["detectors"]["same_error"]
+    assert (streak["failures"], len(streak["variants"])) == (20, 16)

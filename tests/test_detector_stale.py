@@ -25,13 +25,14 @@ def seen(tool: str = "probe", key: str = "k", text: str = "r", outcome: str = ""
 
 def test_the_part_counts_one_calls_identical_results_and_keeps_its_memory_alone() -> None:
     part = Stale(STALE)
-    memory = part.start({"count": 9, "failing": "other"})  # fields of others: not its own
+    memory = part.start({})
     assert [part.see(memory, seen()) for _ in range(3)] == [1, 2, 3]
     assert part.see(memory, seen(key="other")) == 1
     assert part.see(memory, seen(text=" \n")) is None  # an empty result says nothing
-    record: dict[str, Any] = {"count": 9}
-    part.keep(memory, record)
-    assert sorted(record) == ["count", "seen"]  # no change seen: no `changes`
+    kept = part.keep(memory)
+    assert sorted(kept) == ["calls"]  # no change seen: no `changes`
+    assert [times for _, times, _ in kept["calls"].values()] == [3, 1]  # plain values
+    assert part.start(kept).calls == kept["calls"]
     assert part.details(memory, str) == {}
 
 
@@ -42,10 +43,9 @@ def test_the_part_starts_every_count_over_when_a_call_returns_something_new() ->
     part.see(memory, seen(key="b", text="one"))
     assert part.see(memory, seen(key="b", text="two")) == 1
     assert part.see(memory, seen(key="a")) == 1  # read before the change: a check, not a loop
-    record: dict[str, Any] = {}
-    part.keep(memory, record)
-    assert record["changes"] == 1
-    assert part.start(record).changes == 1
+    kept = part.keep(memory)
+    assert kept["changes"] == 1
+    assert part.start(kept).changes == 1
 
 
 # -- through the counter ----------------------------------------------------------------------
@@ -60,25 +60,24 @@ def test_stale_needs_a_result_and_forgets_the_least_recent_call_first() -> None:
     assert play([[c()], [c()]], STALE)[1] == []  # no result known: nothing to compare
     calls = [[c(args={"n": n}, result=f"r{n}")] for n in range(STALE_MEMORY + 1)]
     record, _ = play(calls, STALE)
-    assert len(record["seen"]) == STALE_MEMORY
+    assert len(record["detectors"]["stale"]["calls"]) == STALE_MEMORY
     _, forgotten = play([*calls, [c(args={"n": 0}, result="r0")]], STALE)
     _, remembered = play([*calls, [c(args={"n": 1}, result="r1")]], STALE)
     assert forgotten == [] and remembered == [("stale", "gentle", "probe", 2)]
 
 
-@pytest.mark.parametrize(
-    "entry", [7, "nonsense", "r:", "r:x", "other:2", "{r}:1", "{r}:x:0", "{r}:1:1"]
-)
-def test_a_stale_entry_that_does_not_read_result_times_changes_is_a_call_not_seen(
-    entry: Any,
+@pytest.mark.parametrize("entry", [["other", 2, 0], ["{r}", 1, 1]])
+def test_a_call_remembered_with_another_result_or_before_a_change_counts_from_one(
+    entry: list[Any],
 ) -> None:
     record = play([[c(result="r")]], STALE)[0]
-    (call,) = record["seen"]
-    result = record["seen"][call].partition(":")[0]
-    entry = entry.replace("{r}", result) if isinstance(entry, str) else entry
-    kept = count({**record, "seen": {call: entry}}, "t2", [c(result="r")], STALE)
+    ((call, (result, _, _)),) = record["detectors"]["stale"]["calls"].items()
+    entry = [result if part == "{r}" else part for part in entry]
+    stored: Record = {**record, "detectors": {"stale": {"calls": {call: entry}}}}
+    kept = count(stored, "t2", [c(result="r")], STALE)
     assert list(kept.reminders) == []  # one time, not two
-    assert kept.record is not None and kept.record["seen"][call].split(":")[1] == "1"
+    assert kept.record is not None
+    assert kept.record["detectors"]["stale"]["calls"][call][1] == 1
     again = count(record, "t2", [c(result="r")], STALE)
     assert [r.count for r in again.reminders] == [2]
 
@@ -89,16 +88,16 @@ def test_a_call_that_returns_something_new_starts_every_stale_count_over() -> No
     changed = c(args={"f": "b"}, result="two")
     assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
     record, reminders = play([[a], [b], [changed], [a]], STALE)
-    assert reminders == [] and record["changes"] == 1
+    assert reminders == [] and record["detectors"]["stale"]["changes"] == 1
     assert play([[a], [b], [changed], [a], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
     # The call that changed counts its new result from there.
     assert play([[b], [changed], [changed]], STALE)[1] == [("stale", "gentle", "probe", 2)]
     # Every change counts: what was read between two changes starts over at the second.
     again = c(args={"f": "b"}, result="three")
     record, reminders = play([[a], [b], [changed], [a], [again], [a]], STALE)
-    assert reminders == [] and record["changes"] == 2
+    assert reminders == [] and record["detectors"]["stale"]["changes"] == 2
     # The user speaking forgets the changes with the rest.
-    assert "changes" not in Counter(STALE).reset(record)
+    assert "detectors" not in Counter(STALE).reset(record)
 
 
 def test_results_that_are_not_text_are_told_apart_by_their_content() -> None:
@@ -121,8 +120,8 @@ def test_a_result_other_calls_return_too_is_no_evidence_that_nothing_changed() -
     # Another call with a result of its own leaves the count alone.
     b = c(args={"f": "b"}, result="other text")
     assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
-    # A stored entry that is not text is no such evidence either.
-    record: Record = {"seen": {"x": 1}}  # type: ignore[dict-item]
+    # Another call with a result of its own, remembered, is no such evidence either.
+    record: Record = {"detectors": {"stale": {"calls": {"x": ["other result", 1, 0]}}}}
     counted = Counter(STALE).count(record, Turn("t1", (a,)))
     assert counted.record is not None
     counted = Counter(STALE).count(counted.record, Turn("t2", (a,)))

@@ -265,7 +265,7 @@ def test_the_state_kept_stays_small_with_every_detector_on(face: str, thread: st
     stored = agent.state(thread)["repeat_tool_reminder"]
     assert len(json.dumps(stored)) <= 4096
     mine = stored[agent.guard.name] if face == "middleware" else stored
-    assert len(mine["seen"]) == 64
+    assert len(mine["detectors"]["stale"]["calls"]) == 64
 
 
 def test_detector_settings_fail_loud() -> None:

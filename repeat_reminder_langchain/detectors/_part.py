@@ -43,9 +43,10 @@ class Words(NamedTuple):
 class Part(ABC):
     """A detector: the counter builds one per configuration and runs it on every tracked call.
 
-    Its class attributes tell the counter what it needs; the memory it keeps of an agent
-    between turns (its `fields` of the record) it reads and writes alone. A part overrides
-    `see`, and the rest where it keeps a memory or says more than the count.
+    Its class attributes tell the counter what it needs. What it remembers of an agent
+    between turns is its own: it reads it (`start`) and writes it (`keep`) as a mapping of
+    plain values, which the record keeps under its name; no other part sees it. A part
+    overrides `see`, and the rest where it keeps a memory or says more than the count.
     """
 
     name: ClassVar[str]
@@ -54,29 +55,62 @@ class Part(ABC):
     """What it says."""
     thresholds: ClassVar[str | None] = None
     """The `ReminderConfig` field of its thresholds; None: each tool's own rules."""
-    fields: ClassVar[tuple[str, ...]] = ()
-    """The record fields it keeps."""
+    remembers: ClassVar[bool] = False
+    """Whether it keeps a memory of the agent between turns."""
     outlives_user: ClassVar[bool] = False
     """Whether its memory outlives a new user message."""
     needs_result: ClassVar[bool] = True
     """Whether a call whose result is unknown tells it nothing."""
     before_run: ClassVar[bool] = False
     """Whether it counts a call before the call runs (so that `block` can refuse it)."""
+    legacy: ClassVar[tuple[str, ...]] = ()
+    """The fields of a record stored by 0.3 that held its memory (read by `upgrade`)."""
 
     def __init__(self, config: ReminderConfig) -> None:  # noqa: B027 - a default, not a hook
         """Compile what it needs of the configuration (most need nothing of it)."""
 
-    def start(self, record: Mapping[str, Any]) -> Any:
-        """Its memory of an agent, read from the record, for one turn."""
+    def start(self, kept: Mapping[str, Any]) -> Any:
+        """Its memory of an agent for one turn, from what it kept (empty the first time)."""
         return None
 
     @abstractmethod
     def see(self, memory: Any, seen: Seen) -> int | None:
         """Its count for the call; None when the call tells it nothing."""
 
-    def keep(self, memory: Any, record: dict[str, Any]) -> None:  # noqa: B027 - a default
-        """Write its memory back into the record (a part without memory writes nothing)."""
+    def keep(self, memory: Any) -> dict[str, Any] | None:
+        """What to keep of its memory until the next turn; None or empty: nothing."""
+        return None
 
     def details(self, memory: Any, cut: Callable[[str], str]) -> Mapping[str, Any]:
         """What its reminder says besides the count (`Reminder` fields); `cut` previews text."""
         return {}
+
+    @classmethod
+    def check(cls, kept: object) -> None:
+        """Whether a stored memory is one it wrote.
+
+        Raises:
+            TypeError, ValueError: It is not, saying why.
+        """
+        if type(kept) is not dict:
+            raise TypeError(f"a mapping was expected, got {type(kept).__name__}")
+
+    @classmethod
+    def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Its memory from the `legacy` fields of a record stored by 0.3; None: none there.
+
+        Raises:
+            TypeError, ValueError: Those fields are not what 0.3 wrote.
+        """
+        return None
+
+
+def expect(kept: Mapping[str, Any], types: Mapping[str, type]) -> None:
+    """Check a memory's fields against their types (a field it lacks is fine).
+
+    Raises:
+        TypeError: A field of another type, naming it.
+    """
+    for name, kind in types.items():
+        if name in kept and type(kept[name]) is not kind:
+            raise TypeError(f"{name} must be a {kind.__name__}, got {kept[name]!r}")

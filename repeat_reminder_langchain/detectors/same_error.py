@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Part, Seen, Words
+from ._part import Part, Seen, Words, expect
 
 if TYPE_CHECKING:
     from ..config import ReminderConfig
@@ -22,11 +22,11 @@ class _Streak:
 
     __slots__ = ("error", "failing", "failures", "text", "variants")
 
-    def __init__(self, record: Mapping[str, Any]) -> None:
-        self.failing: str = record.get("failing", "")
-        self.error: str = record.get("error", "")
-        self.failures: int = record.get("failures", 0)
-        self.variants: list[str] = record.get("variants", [])
+    def __init__(self, kept: Mapping[str, Any]) -> None:
+        self.failing: str = kept.get("tool", "")
+        self.error: str = kept.get("error", "")
+        self.failures: int = kept.get("failures", 0)
+        self.variants: list[str] = kept.get("variants", [])
         self.text = ""  # the error text of the call seen last
 
 
@@ -39,7 +39,8 @@ class SameError(Part):
 
     name = "same_error"
     thresholds = "same_error_thresholds"
-    fields = ("failing", "error", "failures", "variants")
+    remembers = True
+    legacy = ("failing", "error", "failures", "variants")
     outlives_user = True  # a call that fails the same way after every user message still loops
     words = Words(
         gentle=(
@@ -66,8 +67,8 @@ class SameError(Part):
         self._pattern = None if pattern is None else re.compile(pattern)
 
     @override
-    def start(self, record: Mapping[str, Any]) -> _Streak:
-        return _Streak(record)
+    def start(self, kept: Mapping[str, Any]) -> _Streak:
+        return _Streak(kept)
 
     @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
@@ -91,14 +92,45 @@ class SameError(Part):
         return memory.failures
 
     @override
-    def keep(self, memory: _Streak, record: dict[str, Any]) -> None:
-        if memory.failing:
-            record["failing"], record["error"] = memory.failing, memory.error
-            record["failures"], record["variants"] = memory.failures, memory.variants
-        elif "failing" in record:  # the streak ended: nothing of it is kept
-            for name in self.fields:
-                record.pop(name, None)
+    def keep(self, memory: _Streak) -> dict[str, Any] | None:
+        if not memory.failing:
+            return None  # no streak: nothing of it is kept
+        return {
+            "tool": memory.failing,
+            "error": memory.error,
+            "failures": memory.failures,
+            "variants": memory.variants,
+        }
 
     @override
     def details(self, memory: _Streak, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"error": cut(memory.text), "variants": len(memory.variants)}
+
+    @override
+    @classmethod
+    def check(cls, kept: object) -> None:
+        super().check(kept)
+        _check(kept, "tool")  # type: ignore[arg-type]
+
+    @override
+    @classmethod
+    def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
+        if not flat.get("failing"):
+            return None
+        _check(flat, "failing")
+        return {
+            "tool": flat["failing"],
+            "error": flat.get("error", ""),
+            "failures": flat.get("failures", 0),
+            "variants": flat.get("variants", []),
+        }
+
+
+def _check(kept: Mapping[str, Any], tool: str) -> None:
+    """Check a failure streak as stored, its tool under `tool`."""
+    expect(kept, {tool: str, "error": str, "failures": int, "variants": list})
+    if kept.get("failures", 0) < 0:
+        raise ValueError(f"failures must be a whole number from zero, got {kept['failures']!r}")
+    variants = kept.get("variants", [])
+    if not all(type(item) is str for item in variants):
+        raise ValueError(f"variants must be a list of strings, got {variants!r}")

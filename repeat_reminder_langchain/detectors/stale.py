@@ -8,32 +8,34 @@ from typing import Any
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Part, Seen, Words
+from ._part import Part, Seen, Words, expect
 
 STALE_MEMORY = 64
 """How many distinct calls an agent's `stale` detector remembers; the least recent goes first."""
 
 
-class _Seen:
-    """The calls remembered, and how many times a remembered call returned something new."""
+class _Calls:
+    """The calls remembered, oldest first, and how many times one returned something new.
 
-    __slots__ = ("changes", "seen")
+    Each call's fingerprint maps to `[result, times, since]`: the fingerprint of its latest
+    result, how many times in a row it returned that, and the count of changes when it last
+    did.
+    """
 
-    def __init__(self, record: Mapping[str, Any]) -> None:
-        self.seen: dict[str, str] = dict(record.get("seen", {}))
-        self.changes: int = record.get("changes", 0)
+    __slots__ = ("calls", "changes")
+
+    def __init__(self, kept: Mapping[str, Any]) -> None:
+        self.calls: dict[str, list[Any]] = dict(kept.get("calls", {}))
+        self.changes: int = kept.get("changes", 0)
 
 
 class Stale(Part):
-    """Counts how many times in a row one call returned one result, whatever came between.
-
-    Each remembered call maps to `result:times:changes`: the fingerprint of its latest
-    result, how many times in a row it returned that, and the `changes` count when it last did.
-    """
+    """Counts how many times in a row one call returned one result, whatever came between."""
 
     name = "stale"
     thresholds = "stale_thresholds"
-    fields = ("seen", "changes")
+    remembers = True
+    legacy = ("seen", "changes")
     words = Words(
         gentle=(
             "`{tool}` has now returned exactly the same result {count} times for the same "
@@ -54,41 +56,78 @@ class Stale(Part):
     )
 
     @override
-    def start(self, record: Mapping[str, Any]) -> _Seen:
-        return _Seen(record)
+    def start(self, kept: Mapping[str, Any]) -> _Calls:
+        return _Calls(kept)
 
     @override
-    def see(self, memory: _Seen, seen: Seen) -> int | None:
+    def see(self, memory: _Calls, seen: Seen) -> int | None:
         # An empty result is no evidence that nothing changed (a write says nothing).
         if not seen.text.strip():
             return None
-        calls = memory.seen
+        calls = memory.calls
         call, result = digest(f"{seen.tool}\x00{seen.key}")[:16], seen.outcome[:16]
         before = calls.pop(call, None)
-        times, since = 1, str(memory.changes)
-        if type(before) is str:  # an entry that reads otherwise was not written here: not seen
-            last, _, rest = before.partition(":")
-            number, _, then = rest.partition(":")
+        times = 1
+        if before is not None:
+            last, number, since = before
             if last != result:
                 # The agent saw something change: anything it read before may read otherwise
                 # now, so reading it again is a check, not a loop, and every count starts over.
                 memory.changes += 1
-                since = str(memory.changes)
-            elif number.isdigit() and then == since:
-                times = int(number) + 1
-        if times > 1:
-            # A result other calls return too ("Updated 1 path from the index", a shell's
-            # empty output) acknowledges a command: it is no evidence that nothing changed.
-            prefix = result + ":"
-            if any(type(entry) is str and entry.startswith(prefix) for entry in calls.values()):
-                times = 1
-        calls[call] = f"{result}:{times}:{since}"
+            elif since == memory.changes:
+                times = number + 1
+        # A result other calls return too ("Updated 1 path from the index", a shell's empty
+        # output) acknowledges a command: it is no evidence that nothing changed.
+        if times > 1 and any(entry[0] == result for entry in calls.values()):
+            times = 1
+        calls[call] = [result, times, memory.changes]
         if len(calls) > STALE_MEMORY:
             del calls[next(iter(calls))]
         return times
 
     @override
-    def keep(self, memory: _Seen, record: dict[str, Any]) -> None:
-        record["seen"] = memory.seen
+    def keep(self, memory: _Calls) -> dict[str, Any]:
+        kept: dict[str, Any] = {"calls": memory.calls}
         if memory.changes:
-            record["changes"] = memory.changes
+            kept["changes"] = memory.changes
+        return kept
+
+    @override
+    @classmethod
+    def check(cls, kept: object) -> None:
+        super().check(kept)
+        expect(kept, {"calls": dict, "changes": int})  # type: ignore[arg-type]
+        if kept.get("changes", 0) < 0:  # type: ignore[attr-defined]
+            raise ValueError(f"changes must be a whole number from zero, got {kept!r}")
+        for entry in kept.get("calls", {}).values():  # type: ignore[attr-defined]
+            if not _is_entry(entry):
+                raise ValueError(f"a call must be [result, times, changes], got {entry!r}")
+
+    @override
+    @classmethod
+    def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
+        # 0.3 wrote each call as "result:times:changes"; one that reads otherwise was not
+        # written there, and is a call not seen.
+        seen, changes = flat.get("seen"), flat.get("changes", 0)
+        if seen is None and not changes:
+            return None
+        expect(flat, {"seen": dict, "changes": int})
+        calls = {}
+        for call, entry in seen.items() if seen else ():
+            result, _, rest = entry.partition(":") if type(entry) is str else ("", "", "")
+            times, _, since = rest.partition(":")
+            if times.isdigit() and since.isdigit() and int(times) > 0:
+                calls[call] = [result, int(times), int(since)]
+        return {"calls": calls, "changes": changes} if changes else {"calls": calls}
+
+
+def _is_entry(entry: object) -> bool:
+    """Whether a remembered call reads `[result, times, changes]`."""
+    return (
+        type(entry) is list
+        and len(entry) == 3
+        and type(entry[0]) is str
+        and type(entry[1]) is int
+        and type(entry[2]) is int
+        and entry[1] > 0
+    )
