@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from .detectors import PARTS
 from .policy import (
     Rules,
     ToolPolicy,
@@ -29,7 +30,7 @@ from .policy import (
     is_int,
     validation_problems,
 )
-from .reminder import DETECTORS, Detector, ExitBehavior
+from .reminder import Detector, ExitBehavior
 
 __all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
@@ -164,7 +165,7 @@ class ReminderConfig(BaseModel):
     ignore_arguments: Mapping[str, Sequence[str]] = _FrozenMapping({})
     progress: Literal["none", "result", "auto"] = "none"
     mode: Literal["remind", "observe"] = "remind"
-    detect: Sequence[Detector] = ("repeat",)
+    detect: Sequence[str] = ("repeat",)  # the registry's names: a detector may be added
     stale_thresholds: Sequence[int] = (3,)
     same_error_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
@@ -232,19 +233,20 @@ class ReminderConfig(BaseModel):
     @field_validator("detect", mode="before")
     @classmethod
     def _check_detect(cls, value: Any) -> tuple[str, ...]:
+        # Read from the registry as it is now: a detector registered after import counts.
+        known = tuple(PARTS)
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
             raise ValueError(
-                f"must be a non-empty list of detector names ({', '.join(DETECTORS)}), "
-                f"got {value!r}"
+                f"must be a non-empty list of detector names ({', '.join(known)}), got {value!r}"
             )
         for name in value:
-            if name not in DETECTORS:
+            if name not in known:
                 raise ValueError(
-                    f"unknown detector {name!r}{_did_you_mean(name, DETECTORS, 'detectors')}"
+                    f"unknown detector {name!r}{_did_you_mean(name, known, 'detectors')}"
                 )
         if len(set(value)) != len(value):
             raise ValueError(f"must not name a detector twice, got {list(value)}")
-        return tuple(name for name in DETECTORS if name in value)
+        return tuple(name for name in known if name in value)
 
     @field_validator("error_pattern", mode="before")
     @classmethod

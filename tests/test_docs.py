@@ -155,6 +155,13 @@ def test_the_first_example_is_short_and_uses_a_real_model() -> None:
     assert len(code) <= 10
 
 
+def test_the_detector_contributing_shows_is_the_one_the_tests_register() -> None:
+    (shown,) = [b for b in python_blocks(ROOT / "CONTRIBUTING.md") if "class SameTool" in b]
+    code = shown.split("\n", 1)[1]  # the excerpt's first line says where it is from
+    assert code in text(ROOT / "tests" / "test_detector_example.py")
+    assert len(code.splitlines()) <= 30
+
+
 SERVER_EXAMPLE = ROOT / "examples" / "langgraph_server"
 SERVER_GUIDE = DOCS / "guides" / "server.md"
 
