@@ -1,4 +1,4 @@
-"""Properties: canonical texts against JSON equality, and the streaks against a reference."""
+"""Properties: canonical texts against JSON equality, and every detector against a reference."""
 
 from __future__ import annotations
 
@@ -9,16 +9,26 @@ import random
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
 from repeat_reminder_langchain._conversation import read_turn
-from repeat_reminder_langchain._counter import Counter, Record
-from repeat_reminder_langchain.canonical import _ORJSON_OPTIONS, _pure_text, _refuse, _with_floats
+from repeat_reminder_langchain._counter import Counter, Record, read_record
+from repeat_reminder_langchain.canonical import (
+    _ORJSON_OPTIONS,
+    _pure_text,
+    _refuse,
+    _with_floats,
+)
 from repeat_reminder_langchain.messages import reminder_message
+
+from .conftest import build
+from .helpers import ask, reminders, scripted
 
 # Text with every code point, lone surrogates included: they must survive as escapes.
 TEXT = st.text(st.characters(exclude_categories=()), max_size=8)
@@ -111,7 +121,9 @@ ANYTHING = st.recursive(
 
 
 @given(ANYTHING)
-def test_the_orjson_path_gives_the_pure_paths_text_whenever_it_answers(value: Any) -> None:
+def test_the_orjson_path_gives_the_pure_paths_text_whenever_it_answers(
+    value: Any,
+) -> None:
     try:
         data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
     except TypeError:
@@ -134,55 +146,106 @@ def test_integer_keys_are_their_decimal_strings(value: dict[int, Any]) -> None:
     assert canonicalize(value) == canonicalize({str(k): v for k, v in value.items()})
 
 
-# -- the streaks against a ten-line reference ------------------------------------------------
+# -- every detector against a plain reference -------------------------------------------------
 
 THRESHOLDS = (2, 3, 5)
-CONFIG = ReminderConfig(thresholds=THRESHOLDS, exclude=["todo*"])
+LEVELS: dict[str, dict[int, str]] = {
+    "repeat": {2: "gentle", 3: "detailed", 5: "detailed"},
+    "same_error": {2: "gentle", 4: "detailed"},
+    "stale": {2: "gentle", 3: "detailed"},
+}
+SETTINGS: dict[str, Any] = {
+    "thresholds": THRESHOLDS,
+    "same_error_thresholds": (2, 4),
+    "stale_thresholds": (2, 3),
+    "error_pattern": "^Error",
+    "exclude": ["todo*"],
+}
+# Each detector alone, and every one together.
+DETECT = [("repeat",), ("same_error",), ("stale",), ("repeat", "same_error", "stale")]
 CALLS = st.tuples(
     st.sampled_from(["probe", "other", "todo_write"]),
     st.sampled_from([{"q": 1}, {"q": 1.0}, {"q": 2}, {"q": [1, {"b": 2, "a": 1}]}]),
     # The call's id: its own, the one of the call before it (some models reuse ids within a
     # turn), or none at all.
     st.sampled_from(["own", "shared", "none"]),
+    # Its result, and whether it is marked as an error.
+    st.sampled_from(["r", "r2", "Error: no", "Error: other", ""]),
+    st.booleans(),
 )
-Calls = list[tuple[str, dict[str, Any], str]]
+Calls = list[tuple[str, dict[str, Any], str, str, bool]]
 
 
 class Reference:
-    """The rules, as plainly as they can be written: every call of a turn counts, in order."""
+    """The rules, as plainly as they can be written: every call of a turn counts, in order,
+    and draws at most one reminder, `repeat` first, then `same_error`, then `stale`."""
 
-    def __init__(self) -> None:
+    def __init__(self, detect: tuple[str, ...] = ("repeat",)) -> None:
+        self.detect = detect
         self.last: Any = None
         self.count = 0
+        self.failing: Any = None  # (tool, error text) of the failure streak
+        self.failures = 0
+        self.seen: dict[Any, tuple[str, int, int]] = {}  # call -> (result, times, changes then)
+        self.changes = 0
 
     def calls(self, calls: Calls) -> list[tuple[str, str, int]]:
         due = []
-        for tool, args, _ in calls:
+        for tool, args, kind, result, error in calls:
             if tool.startswith("todo"):
                 continue
             key = (tool, json.dumps(args, sort_keys=True).replace("1.0", "1"))
             self.count = self.count + 1 if key == self.last else 1
             self.last = key
-            if self.count in THRESHOLDS:
-                level = "gentle" if self.count == THRESHOLDS[0] else "detailed"
-                due.append((level, tool, self.count))
+            counts = {"repeat": self.count}
+            known = kind != "none"  # a call without an id gets no result
+            if known and "same_error" in self.detect:
+                if error or result.startswith("Error"):
+                    same = self.failing == (tool, result)
+                    self.failures = self.failures + 1 if same else 1
+                    self.failing = (tool, result)
+                    counts["same_error"] = self.failures
+                else:
+                    self.failing, self.failures = None, 0
+            if known and "stale" in self.detect and result.strip():
+                counts["stale"] = self.stale(key, result)
+            for detector in ("repeat", "same_error", "stale"):
+                if detector in self.detect and detector in counts:
+                    level = LEVELS[detector].get(counts[detector])
+                    if level is not None:
+                        due.append((level, tool, counts[detector]))
+                        break
         return due
+
+    def stale(self, key: Any, result: str) -> int:
+        before = self.seen.pop(key, None)
+        times = 1
+        if before is not None:
+            if before[0] != result:
+                self.changes += 1
+            elif before[2] == self.changes:
+                times = before[1] + 1
+        if times > 1 and any(seen[0] == result for seen in self.seen.values()):
+            times = 1  # an answer other calls give too is no evidence
+        self.seen[key] = (result, times, self.changes)
+        return times
 
     def user(self) -> None:
         self.last, self.count = None, 0
+        self.seen, self.changes = {}, 0
 
 
 class StreaksMachine(RuleBasedStateMachine):
     """Random conversations: turns of one to three calls, with their own, shared or no ids,
-    answered at once or in two goes, user messages, and repeated looks at an unchanged
-    conversation."""
+    results that repeat, change, fail or say nothing, answered at once or in two goes, user
+    messages, and repeated looks at an unchanged conversation; each set of detectors."""
 
-    @initialize()
-    def start(self) -> None:
+    @initialize(detect=st.sampled_from(DETECT))
+    def start(self, detect: tuple[str, ...]) -> None:
         self.messages: list[BaseMessage] = [HumanMessage("go")]
-        self.counter = Counter(CONFIG)
+        self.counter = Counter(ReminderConfig(detect=detect, **SETTINGS))
         self.record: Record = {}
-        self.reference = Reference()
+        self.reference = Reference(detect)
         self.ids = itertools.count()
         self.got: list[tuple[str, str, int]] = []
         self.expected: list[tuple[str, str, int]] = []
@@ -191,14 +254,14 @@ class StreaksMachine(RuleBasedStateMachine):
         turn = read_turn(self.messages, self.record.get("turn", ""))
         tally = self.counter.count(self.record, turn)
         if tally.record is not None:
-            self.record = tally.record
+            self.record = read_record(copy.deepcopy(tally.record))  # as a checkpoint keeps it
         self.got += [(r.level, r.tool, r.count) for r in tally.reminders]
         self.messages += [reminder_message(r) for r in tally.reminders]
 
     def ask(self, calls: Calls) -> list[ToolMessage]:
         """The model's turn making `calls`; the results due, one per call with an id."""
         tool_calls: list[dict[str, Any]] = []
-        for tool, args, kind in calls:
+        for tool, args, kind, _, _ in calls:
             if kind == "none":
                 call_id = ""
             elif kind == "shared" and tool_calls and tool_calls[-1]["id"]:
@@ -207,11 +270,18 @@ class StreaksMachine(RuleBasedStateMachine):
                 call_id = f"c{next(self.ids)}"
             tool_calls.append({"name": tool, "args": args, "id": call_id})
         self.messages.append(AIMessage("", tool_calls=tool_calls, id=f"m{next(self.ids)}"))
-        return [ToolMessage("r", tool_call_id=c["id"]) for c in tool_calls if c["id"]]
+        return [
+            ToolMessage(result, tool_call_id=c["id"], status="error" if error else "success")
+            for c, (_, _, _, result, error) in zip(tool_calls, calls, strict=True)
+            if c["id"]
+        ]
 
     @rule(calls=st.lists(CALLS, min_size=1, max_size=3))
     def turn(self, calls: Calls) -> None:
-        self.messages += reversed(self.ask(calls))  # results in any order
+        results = self.ask(calls)
+        ids = [result.tool_call_id for result in results]
+        # Results in any order, unless calls share an id: then they answer in order.
+        self.messages += reversed(results) if len(set(ids)) == len(ids) else results
         self.expected += self.reference.calls(calls)
         self.look()
 
@@ -244,4 +314,42 @@ class StreaksMachine(RuleBasedStateMachine):
 
 
 TestStreaksMachine = StreaksMachine.TestCase
-TestStreaksMachine.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
+TestStreaksMachine.settings = settings(max_examples=200, stateful_step_count=30, deadline=None)
+
+
+# -- the same, through the faces users wire ----------------------------------------------------
+
+ONE_CALL = st.tuples(
+    st.sampled_from(["probe", "other"]),
+    st.sampled_from([{"q": 1}, {"q": 2}]),
+    st.sampled_from(["r", "r2", "Error: no", "Error: other", ""]),
+)
+
+
+@pytest.mark.parametrize("detect", DETECT, ids="+".join)
+@pytest.mark.parametrize("face", ["middleware", "handler"])
+@given(turns=st.lists(ONE_CALL, min_size=1, max_size=12))
+@settings(max_examples=20, deadline=None)
+def test_every_detector_reminds_as_the_reference_through_the_faces(
+    face: str, detect: tuple[str, ...], turns: list[tuple[str, dict[str, Any], str]]
+) -> None:
+    outputs = iter([result for _, _, result in turns])
+
+    def answer(q: Any = None) -> str:
+        return next(outputs)  # one call a turn: the results come in the order of the calls
+
+    tools = [
+        StructuredTool.from_function(answer, name=name, description="Answer.")
+        for name in ("probe", "other")
+    ]
+    script = [
+        AIMessage("", tool_calls=[{"name": tool, "args": args, "id": f"c{n}"}])
+        for n, (tool, args, _) in enumerate(turns)
+    ]
+    agent = build(face, scripted(script), tools, detect=list(detect), **SETTINGS)
+    messages = agent.invoke(ask())
+
+    expected = Reference(detect).calls(
+        [(tool, args, "own", result, False) for tool, args, result in turns]
+    )
+    assert reminders(messages) == expected
