@@ -275,7 +275,7 @@ class Counter:
     def __init__(self, config: ReminderConfig) -> None:
         self.config = config
         # The detectors in use, in precedence order, each with its level table (None: the
-        # tool's own rules), and the memory it keeps of an agent (None: it keeps none).
+        # tool's own rules).
         self._parts: tuple[tuple[Part, Levels | None], ...] = tuple(
             (
                 part(config),
@@ -357,13 +357,22 @@ class Counter:
         if turn.spoke_before:
             record = self.reset(record)
             reminded = False
-        return self._calls(record, turn, policies, reminded, followups, sees, observe)
+        return self._calls(
+            record,
+            turn,
+            policies,
+            reminded=reminded,
+            followups=followups,
+            sees=sees,
+            observe=observe,
+        )
 
-    def _calls(  # noqa: PLR0917 - the one frame of count's loop, called once per turn
+    def _calls(
         self,
         record: Record,
         turn: Turn,
         policies: Mapping[str, ToolPolicy] | None,
+        *,
         reminded: bool,
         followups: Sequence[bool],
         sees: bool,
@@ -404,7 +413,9 @@ class Counter:
                 if due and wanted:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
-                    again = carried >= (self._limit or 0) and run == carried + tracked
+                    again = (
+                        self.blocking and carried >= (self._limit or 0) and run == carried + tracked
+                    )
                     stopped = self._escalation(found, call, arguments, new_key, position, again)
                     escalation = _reached(escalation, call, found) or stopped
                     if stopped is None:
@@ -523,9 +534,9 @@ class Counter:
     ) -> Escalation | None:
         """The escalation a count at or past `escalate_after` calls for, if any.
 
-        `again`: the call was refused in an earlier turn, and the model, having read that,
-        sent it again: `block` ends the run then, as `end` does, rather than refuse it until
-        LangGraph's recursion limit.
+        `again`: `block` refused the call in an earlier turn, and the model, having read
+        that, sent it again: the run ends then, as `end` ends it, rather than refuse the call
+        until LangGraph's recursion limit.
         """
         limit = self._limit
         if limit is None:
@@ -539,7 +550,7 @@ class Counter:
                     continue
             elif number != limit:
                 continue
-            behavior = "end" if self.blocking and again else self.config.exit_behavior
+            behavior = "end" if again else self.config.exit_behavior
             return Escalation(
                 call.tool,
                 number,
