@@ -1,13 +1,14 @@
 """Counting: one agent's record, advanced one model turn at a time. Nothing here knows LangChain.
 
 A `ReminderConfig` is compiled once into a `Counter`: each tool's rules are resolved the first
-time the tool is seen, thresholds become level tables, and each opt-in detector (`same_error`,
-`stale`) is a step the loop runs only when it is on, so a turn under the defaults runs the
-repeat rule alone. One loop counts every configuration; a tracing observer (`transcript`,
-`audit`) watches it call by call without changing what it does.
+time the tool is seen, and each detector in use (`repeat_reminder_langchain.detectors`) is
+built with its level table, so a turn under the defaults runs the repeat rule alone. One loop
+counts every configuration and names no detector; a tracing observer (`transcript`, `audit`)
+watches it call by call without changing what it does.
 
-All the counter remembers of an agent is its `Record`, a flat mapping a face keeps where it
-keeps things (a state field, the handler's memory) and hands back on the next turn.
+All the counter remembers of an agent is its `Record`: the run of identical calls, and each
+detector's memory under its name. A face keeps it where it keeps things (a state field, the
+handler's memory) and hands it back on the next turn.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
 from .canonical import canonicalize, digest
 from .config import ReminderConfig
-from .detectors import PARTS, STALE_MEMORY, Part, Seen
+from .detectors import PARTS, Part, Seen
 from .policy import Levels, Rules, ToolPolicy
 from .reminder import Detector, Escalation, Reminder, preview
 
 __all__ = [
     "NOTHING",
-    "STALE_MEMORY",
     "Call",
     "CallTrace",
     "Count",
