@@ -438,6 +438,14 @@ def test_the_readme_is_for_users() -> None:
     assert guides <= linked
 
 
+def test_the_quickstart_gives_the_demo_and_the_tests() -> None:
+    quickstart = text(README).split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    commands = [
+        line.split("#")[0].strip() for b in FENCE.findall(quickstart) for line in b[1].splitlines()
+    ]
+    assert {"make demo", "make test"} <= set(commands)
+
+
 TOOLING = "repeat_reminder_langchain.tooling."
 
 
