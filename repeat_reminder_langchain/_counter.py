@@ -510,7 +510,7 @@ class Counter:
     ) -> Reminder | None:
         """The one reminder a call draws: that of the first detector, by precedence, due one."""
         for part, levels, memory, number in found:
-            level = rules.level(number) if levels is None else levels.at(number)
+            level = (rules.levels if levels is None else levels)[number]
             if level is None:
                 continue
             return Reminder(
@@ -521,7 +521,8 @@ class Counter:
                 key,
                 part.name,  # type: ignore[arg-type]
                 position=position,
-                **part.details(memory, self._cut),
+                # Details come from what a detector remembers: one that keeps nothing has none.
+                **(part.details(memory, self._cut) if part.remembers else {}),
             )
         return None
 

@@ -21,20 +21,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
-from ._conversation import read_turn
-from ._counter import NOTHING, Counter, Record, Turn
+from ._counter import Record, Turn
+from ._guard import Guard, instance_name
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import Misplaced, report, warn_wiring
-from .metrics import instance_name, metrics_for
-from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, is_reminder
-from .stats import Stats
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -184,9 +181,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         meter_provider: MeterProviderOption = None,
         **fields: Unpack[ReminderFields],
     ) -> None:
-        self.config = resolve_config(config, fields)
-        refuse_block(self.config)
-        self.counter = Counter(self.config)
+        settings = resolve_config(config, fields)
+        refuse_block(settings)
         self._lock = threading.Lock()
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
         # The model runs that read a reminder, by run id: their agent, until they end.
@@ -194,9 +190,14 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self.records = AgentRecords(self._runs, limit=10_000)
         self._warned_undelivered = False
         self._loud = False
-        name = instance_name(type(self).__name__, self.config)
-        self.stats = Stats(metrics_for(meter_provider, name))
-        self.tool_policies = ToolPolicies()
+        self.guard = Guard(
+            settings,
+            name=instance_name(type(self).__name__, settings),
+            records=self.records,
+            meter_provider=meter_provider,
+        )
+        self.config, self.counter = settings, self.guard.counter
+        self.stats, self.tool_policies = self.guard.stats, self.guard.tool_policies
 
     @property
     def raise_error(self) -> bool:  # type: ignore[override]
@@ -292,26 +293,20 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         key = _agent_key(*parent.child_lineage(), metadata)
         if key is None:
             return
-        record = self.records.read(key)
-        turn = read_turn(messages[0], record.get("turn", ""), not_user=self.counter.not_user)
-        if turn is NOTHING:
+        step = self.guard.step(key, messages[0], delivery="undelivered")
+        if step is None:
             # Most model calls: the node counted the turn already. A model reading a reminder
             # is watched to its end: an answer then is a recovery, which no count would see
             # if the run ends with it.
-            if record.get("reminded") and _reads_reminder(messages[0]):
+            if self.records.read(key).get("reminded") and _reads_reminder(messages[0]):
                 self._answering[run_id.int] = key
                 if len(self._answering) > self.max_runs:  # a run whose end never came
                     with contextlib.suppress(RuntimeError, StopIteration, KeyError):
                         del self._answering[next(iter(self._answering))]
             return
-        counted = self.counter.count(record, turn, self.tool_policies, sees=False)
-        if counted.record is not None:
-            self.records.write(key, counted.record)
-        if not counted.reminders and counted.escalation is None:
-            self.stats.add(counted)
-            return
-        self._warn_undelivered()
-        report(counted, self.stats, self.config, None, "undelivered")
+        if step.found.reminders or step.found.escalation is not None:
+            self._warn_undelivered()
+        report(step, self.guard, dispatch_custom_event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Count a model that answered, without a call, after a reminder it read."""
@@ -322,10 +317,9 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         message = getattr(generations[0], "message", None) if generations else None
         if not isinstance(message, AIMessage) or message.tool_calls or message.invalid_tool_calls:
             return  # another call: the node follows it up when it counts that turn
-        record = self.records.read(key)
-        counted = self.counter.count(record, Turn(answered=True), self.tool_policies)
-        self.records.write(key, counted.record or record)
-        self.stats.add(counted)
+        step = self.guard.step(key, Turn(answered=True))
+        assert step is not None  # a turn handed over is always counted
+        report(step, self.guard, dispatch_custom_event)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call that failed answered nothing."""

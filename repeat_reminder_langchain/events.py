@@ -15,28 +15,27 @@ import os
 import sys
 import sysconfig
 import warnings
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from types import FrameType
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.runnables import RunnableConfig
-from langgraph.config import get_config, get_stream_writer
+from langgraph.config import get_stream_writer
 
-from ._counter import Count
 from .config import ReminderConfig
 from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder, RepeatToolReminderWarning
 from .stats import Stats
 
+if TYPE_CHECKING:
+    from ._guard import Guard, Step
+
 __all__ = [
     "ESCALATION_EVENT",
     "REMINDER_EVENT",
-    "Delivery",
+    "Dispatch",
     "EscalationEvent",
     "Misplaced",
     "ReminderEvent",
-    "areport",
-    "current_run_config",
     "escalation_event",
     "reminder_event",
     "report",
@@ -45,9 +44,6 @@ __all__ = [
 
 REMINDER_EVENT = SOURCE
 ESCALATION_EVENT = "repeat_tool_escalation"
-
-Delivery = Literal["sent", "undelivered"]
-"""Whether a face puts its reminders in the conversation, or has no way to."""
 
 logger = logging.getLogger(LOGGER_NAME)
 
@@ -140,24 +136,6 @@ class Misplaced:
         raise AttributeError(self.message)
 
 
-def current_run_config() -> RunnableConfig | None:
-    """The config of the graph run this is called in, or None outside one."""
-    try:
-        return get_config()
-    except RuntimeError:
-        return None
-
-
-def thread_of(run_config: RunnableConfig | None) -> str | None:
-    """The conversation a run belongs to, if it has one."""
-    if not run_config:
-        return None
-    thread = (run_config.get("configurable") or {}).get("thread_id")
-    if thread is None:
-        thread = (run_config.get("metadata") or {}).get("thread_id")
-    return None if thread is None else str(thread)
-
-
 def reminder_event(
     reminder: Reminder, config: ReminderConfig, delivered: bool, thread: str | None = None
 ) -> ReminderEvent:
@@ -197,42 +175,47 @@ def escalation_event(
     }
 
 
-def report(
-    counted: Count,
-    stats: Stats,
-    config: ReminderConfig,
-    run_config: RunnableConfig | None,
-    delivery: Delivery = "sent",
-) -> None:
-    """Add a count that found something due to `stats`; log it, and send its events.
+class Dispatch(Protocol):
+    """How a face sends a custom event: LangChain's `dispatch_custom_event`, or its async twin."""
 
-    `run_config` is the config of the run to send the events from (the current graph run's
-    when None). A count with nothing due goes to `Stats.add` alone.
+    def __call__(
+        self, name: str, data: Any, *, config: RunnableConfig | None = None
+    ) -> Awaitable[None] | None:
+        """Send the event; an async dispatcher returns what to await."""
+
+
+def report(step: Step, guard: Guard, dispatch: Dispatch) -> list[Awaitable[None]]:
+    """Add a step to the guard's stats; log what it found, and send its events.
+
+    This is the one place a guard's stats (and so its metrics) are added to. Events go out
+    through `dispatch`, from the step's run (the current graph run's when it names none); an
+    async dispatcher's sendings are returned, for the async face to await.
     """
-    events, run_config = _record(counted, stats, config, run_config, delivery)
+    found = step.found
+    if not step.tell:
+        return []  # a human's answer resumed a loop that was reported when they were asked
+    if not found.reminders and found.escalation is None:
+        guard.stats.add(found)  # most turns: nothing to tell
+        return []
+    events = _record(step, guard.stats, guard.config)
+    sending: list[Awaitable[None]] = []
     for name, data in events:
         _write(name, data)
         try:
-            dispatch_custom_event(name, data, config=run_config)
+            sent = dispatch(name, data, config=step.run_config)
         except Exception:  # outside a run there is no one to tell
             logger.debug("%s event not dispatched", name, exc_info=True)
+        else:
+            if sent is not None:
+                sending.append(_sent(name, sent))
+    return sending
 
 
-async def areport(
-    counted: Count,
-    stats: Stats,
-    config: ReminderConfig,
-    run_config: RunnableConfig | None,
-    delivery: Delivery = "sent",
-) -> None:
-    """`report`, for async code: events go through the async dispatcher."""
-    events, run_config = _record(counted, stats, config, run_config, delivery)
-    for name, data in events:
-        _write(name, data)
-        try:
-            await adispatch_custom_event(name, data, config=run_config)
-        except Exception:  # outside a run there is no one to tell
-            logger.debug("%s event not dispatched", name, exc_info=True)
+async def _sent(name: str, sending: Awaitable[None]) -> None:
+    try:
+        await sending
+    except Exception:  # outside a run there is no one to tell
+        logger.debug("%s event not dispatched", name, exc_info=True)
 
 
 def _write(name: str, data: Mapping[str, Any]) -> None:
@@ -244,19 +227,13 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
 
 
 def _record(
-    counted: Count,
-    stats: Stats,
-    config: ReminderConfig,
-    run_config: RunnableConfig | None,
-    delivery: Delivery,
-) -> tuple[list[tuple[str, Mapping[str, Any]]], RunnableConfig | None]:
-    """Add the count to the stats, log what it found; its events and the run they are from."""
+    step: Step, stats: Stats, config: ReminderConfig
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """Add the step's count to the stats, log what it found; its events."""
+    counted, delivery, thread = step.found, step.delivery, step.thread
     delivered = delivery == "sent" and config.mode == "remind"
     stats.add(counted, delivered=delivered)
-    if run_config is None:
-        run_config = current_run_config()
-    thread = thread_of(run_config)
-    run = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)
+    run = getattr((step.run_config or {}).get("callbacks"), "parent_run_id", None)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         data = reminder_event(reminder, config, delivered, thread)
@@ -301,4 +278,4 @@ def _record(
             extra={ESCALATION_EVENT: escalated, "thread_id": thread, "run_id": run},
         )
         events.append((ESCALATION_EVENT, escalated))
-    return events, run_config
+    return events

@@ -6,21 +6,19 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol
 
+from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import MessagesState
 from typing_extensions import Unpack
 
-from ._apply import StateStore, act
-from ._conversation import read_messages, read_state, read_turn
-from ._counter import NOTHING, Counter, Record
+from ._conversation import read_messages, read_state
+from ._counter import Record
+from ._guard import Guard, Records, StateStore, instance_name, thread_of
 from .callbacks import RepeatToolReminderCallbackHandler, refuse_block
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report, thread_of, warn_wiring
-from .metrics import instance_name, metrics_for
-from .policy import ToolPolicies
+from .events import report, warn_wiring
 from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
-from .stats import Stats
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -124,55 +122,49 @@ class RepeatToolReminderNode:
         self.state_key = state_key
         self._records: _Records
         if handler is not None:
-            self.config, self.stats = handler.config, handler.stats
-            self.tool_policies, self._counter = handler.tool_policies, handler.counter
-            self._records = handler.records
+            self._guard, self._records = handler.guard, handler.records
         else:
-            self.config = resolve_config(config, fields)
-            name = instance_name(type(self).__name__, self.config)
-            self.stats = Stats(metrics_for(meter_provider, name))
-            self.tool_policies, self._counter = ToolPolicies(), Counter(self.config)
+            settings = resolve_config(config, fields)
+            refuse_block(settings)
             self._records = _InState(state_key, messages_key)
-            refuse_block(self.config)
+            self._guard = Guard(
+                settings,
+                name=instance_name(type(self).__name__, settings),
+                records=self._records,
+                meter_provider=meter_provider,
+            )
+        self.config, self.stats = self._guard.config, self._guard.stats
+        self.tool_policies = self._guard.tool_policies
         for tool in tools:
             self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
-        self._sees = self.config.mode == "remind"  # whether the model sees the reminders
         self._warned_outside = False
         self._warned_placement = False
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
+        guard = self._guard
         try:
             where = self._records.find(state, config)
             if where is None:
                 self._warn_outside()
                 return {}
-            record = self._records.read(where)
             messages = read_messages(state, self.messages_key)
-            turn = read_turn(messages, record.get("turn", ""), not_user=self._counter.not_user)
-            if turn is NOTHING:
+            step = guard.step(where, messages, run_config=config)
+            if step is None:
                 return {}
-            if turn.waiting:
+            if step.turn.waiting:
                 self._warn_placement()
-            counted = self._counter.count(record, turn, self.tool_policies, sees=self._sees)
-            if not counted.reminders and counted.escalation is None:
-                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
-                return {} if counted.record is None else self._records.write(where, counted.record)
-            # Only an escalation needs to know the thread (to name it in an error).
-            thread = thread_of(config) if counted.escalation is not None else None
-            action = act(counted, self._counter, self.config.message_type, thread)
         except RepeatToolReminderWarning:
             raise  # a wiring warning the user's warning filter made an error
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
-        if action.tell:
-            report(counted, self.stats, self.config, config)
-        if action.stop is not None:
-            raise action.stop  # nothing kept: the turn is counted again when the run resumes
-        update = self._records.write(where, action.record)
-        if action.messages:
-            update[self.messages_key] = action.messages
+        report(step, guard, dispatch_custom_event)
+        if step.stop is not None:
+            raise step.stop  # nothing kept: the turn is counted again when the run resumes
+        update = step.update
+        if step.messages:
+            update[self.messages_key] = step.messages
         return update
 
     def route(self, state: Any) -> Literal["continue", "end"]:
@@ -210,17 +202,11 @@ class RepeatToolReminderNode:
         )
 
 
-class _Records(Protocol):
+class _Records(Records, Protocol):
     """Where a node keeps its records: the handler's memory, or the graph state."""
 
     def find(self, state: Any, config: RunnableConfig) -> Any:
         """Where the node's record is; None when it cannot be kept."""
-
-    def read(self, where: Any) -> Record:
-        """The record kept there."""
-
-    def write(self, where: Any, record: Record) -> dict[str, Any]:
-        """Keep the record there; the state update that does it."""
 
 
 class _InState:
@@ -256,7 +242,7 @@ class _InState:
                 if len(self._stored_for) >= self.limit:
                     self._stored_for.clear()
                 self._stored_for[thread] = None
-        return self._store.write(record)
+        return self._store.write(where[0], record)
 
     def _check_field(self, state: Any, thread: str | None) -> None:
         # Counts stored for this thread came back missing: the field is not in the state.

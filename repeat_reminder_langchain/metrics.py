@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from . import __version__
 from ._counter import Count
 from ._install import install_hint
-from .config import ReminderConfig
 from .reminder import LOGGER_NAME
 from .stats import Tally
 
@@ -48,7 +47,6 @@ __all__ = [
     "STREAK",
     "MeterProviderOption",
     "Metrics",
-    "instance_name",
     "metrics_for",
 ]
 
@@ -265,19 +263,3 @@ def metrics_for(meter_provider: MeterProviderOption, instance: str) -> Metrics |
             f"False (no metrics), got {meter_provider!r}"
         )
     return Metrics(_REGISTRY.instruments(api, meter_provider), instance)
-
-
-def instance_name(face: str, config: ReminderConfig) -> str:
-    """The default name of a guard: its face, with `include`/`exclude` when they are set.
-
-    Example:
-        >>> instance_name("RepeatToolReminderNode", ReminderConfig(exclude=["todo_*"]))
-        'RepeatToolReminderNode[exclude=todo_*]'
-
-    """
-    scope = []
-    if config.include:
-        scope.append("include=" + ",".join(config.include))
-    if config.exclude:
-        scope.append("exclude=" + ",".join(config.exclude))
-    return f"{face}[{'; '.join(scope)}]" if scope else face

@@ -16,22 +16,20 @@ from langchain.agents.middleware.types import (
     ToolCallRequest,
     hook_config,
 )
+from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
-from ._apply import Action, StateStore, act
 from ._conversation import read_turn
-from ._counter import NOTHING, Count, Counter, Record
+from ._counter import Record
+from ._guard import Guard, StateStore, Step, instance_name
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import Misplaced, areport, current_run_config, report, thread_of
+from .events import Dispatch, Misplaced, report
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
-from .metrics import metrics_for
-from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, SOURCE, is_reminder
-from .stats import Stats
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -167,14 +165,17 @@ class RepeatToolReminderMiddleware(
         self.config = resolve_config(config, fields)
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty string, got {name!r}")
-        self._name = name or _default_name(self.config)
-        self.stats = Stats(metrics_for(meter_provider, self._name))
-        self.tool_policies = ToolPolicies()
-        self._counter = Counter(self.config)
+        self._name = name or instance_name(type(self).__name__, self.config)
         self._store = StateStore(SOURCE, self._name)
-        self._not_user = self._counter.not_user
-        self._sees = self.config.mode == "remind"  # whether the model sees the reminders
-        self._blocks = self._sees and self._counter.blocking
+        self._guard = Guard(
+            self.config,
+            name=self._name,
+            records=self._store,
+            meter_provider=meter_provider,
+            marks_system=True,
+        )
+        self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
+        self._blocks = self._guard.sees and self._guard.counter.blocking
         # The chat model and the tools seen last, and whether that model takes a system
         # message mid-conversation: reminders are stored in the form it takes.
         self._model: object = None
@@ -192,22 +193,9 @@ class RepeatToolReminderMiddleware(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the finished turn; add the reminders it draws, or stop the loop."""
-        try:
-            counted = self._count(state)
-            if counted is None:
-                return None
-            if not counted.reminders and counted.escalation is None:
-                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
-                return self._keep(state, counted.record, [])
-            action = self._act(counted)
-            update = self._update(state, action)
-        except Exception:
-            logger.exception("repeat reminder middleware failed; the run goes on without it")
-            return None
-        if action.tell:
-            report(counted, self.stats, self.config, None)
-        if action.stop is not None:
-            raise action.stop
+        update, stop, _ = self._turn(state, dispatch_custom_event)
+        if stop is not None:
+            raise stop
         return update
 
     @override
@@ -215,22 +203,11 @@ class RepeatToolReminderMiddleware(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the finished turn; add the reminders it draws, or stop the loop."""
-        try:
-            counted = self._count(state)
-            if counted is None:
-                return None
-            if not counted.reminders and counted.escalation is None:
-                self.stats.add(counted)  # most turns: nothing to tell, only the record to keep
-                return self._keep(state, counted.record, [])
-            action = self._act(counted)
-            update = self._update(state, action)
-        except Exception:
-            logger.exception("repeat reminder middleware failed; the run goes on without it")
-            return None
-        if action.tell:
-            await areport(counted, self.stats, self.config, None)
-        if action.stop is not None:
-            raise action.stop
+        update, stop, sending = self._turn(state, adispatch_custom_event)
+        for event in sending:
+            await event
+        if stop is not None:
+            raise stop
         return update
 
     @override
@@ -287,13 +264,21 @@ class RepeatToolReminderMiddleware(
 
     # -- counting -------------------------------------------------------------------------
 
-    def _count(self, state: Any) -> Count | None:
-        """The count of what happened since this instance's last; None when nothing did."""
-        record = self._store.read(state)
-        turn = read_turn(state["messages"], record.get("turn", ""), not_user=self._not_user)
-        if turn is NOTHING and not self._converts(record):
-            return None
-        return self._counter.count(record, turn, self.tool_policies, sees=self._sees)
+    def _turn(
+        self, state: Any, dispatch: Dispatch
+    ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
+        """The turn's state update, what stops the run, and the events still to be awaited."""
+        try:
+            step = self._guard.step(state, state["messages"], message_type=self._message_type())
+            update = None if step is None else self._update(step)
+            if self._keeps_system is False and self._stored_system(state):
+                update = self._converted(state, update or {})
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
+            return None, None, []
+        if step is None:
+            return update, None, []
+        return update, step.stop, report(step, self._guard, dispatch)
 
     def _settle(self, state: Any) -> dict[str, Any] | None:
         """The recovery of a model that answered after a reminder, counted in the run it ends.
@@ -302,54 +287,34 @@ class RepeatToolReminderMiddleware(
         `before_model`, whose reminders can still reach the model.
         """
         try:
-            record = self._store.read(state)
-            if not record.get("reminded"):
-                return None  # most runs: no reminder waits for its answer
-            turn = read_turn(state["messages"], record.get("turn", ""), not_user=self._not_user)
-            if turn.id or not turn.answered:
-                return None
-            counted = self._counter.count(record, turn, self.tool_policies, sees=self._sees)
-            self.stats.add(counted)
-            return self._store.write(counted.record)  # type: ignore[arg-type]  # a follow-up changes it
+            step = self._guard.step(state, state["messages"], answer_only=True)
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
+        if step is None:
+            return None  # most runs: no reminder waits for its answer
+        report(step, self._guard, dispatch_custom_event)
+        return step.update
 
-    def _act(self, counted: Count) -> Action:
-        thread = thread_of(current_run_config()) if counted.escalation is not None else None
-        return act(counted, self._counter, self._message_type(), thread)
-
-    def _update(self, state: Any, action: Action) -> dict[str, Any]:
-        """The state update of an action (unused when the action stops the run)."""
-        update = self._keep(state, action.record, action.messages)
-        if action.end:
+    @staticmethod
+    def _update(step: Step) -> dict[str, Any]:
+        """The state update of a step (unused when the step stops the run)."""
+        update = step.update
+        if step.messages:
+            update["messages"] = step.messages
+        if step.end:
             update["jump_to"] = "end"
         return update
 
-    def _keep(
-        self, state: Any, record: Record | None, messages: list[BaseMessage]
-    ) -> dict[str, Any]:
-        """The one state update of the turn: the record, and the messages to add.
+    def _converted(self, state: Any, update: dict[str, Any]) -> dict[str, Any]:
+        """The update, with the stored system reminders rewritten as user turns.
 
-        Stored system reminders the model needs as user turns are rewritten in that form
-        here (same ids: they replace the stored ones), once the model is known.
+        Now that the model is known not to take them; the same ids replace the stored ones.
         """
-        kept = self._store.read(state) if record is None else record
-        if self._converts(kept):
-            messages = [*_as_user_turns(state["messages"]), *messages]
-            kept = {**kept, "system": False}
-        elif record is None:
-            return {}  # nothing changed
-        if messages and any(message.type == "system" for message in messages):
-            kept = {**kept, "system": True}
-        update = self._store.write(kept)
-        if messages:
-            update["messages"] = messages
+        kept = update.get(SOURCE, {}).get(self._name) or self._store.read(state)
+        update.update(self._store.write(state, {**kept, "system": False}))
+        update["messages"] = [*_as_user_turns(state["messages"]), *update.get("messages", ())]
         return update
-
-    def _converts(self, record: Record) -> bool:
-        """Whether stored system reminders are to be rewritten as user turns now."""
-        return record.get("system", False) and self._keeps_system is False
 
     def _message_type(self) -> Literal["system", "human"]:
         if self.config.message_type == "system" and self._keeps_system is False:
@@ -392,12 +357,13 @@ class RepeatToolReminderMiddleware(
             state = request.state
             record = self._store.read(state)
             messages = state.get("messages", ())
-            turn = read_turn(messages, record.get("turn", ""), not_user=self._not_user)
+            counter = self._guard.counter
+            turn = read_turn(messages, record.get("turn", ""), not_user=counter.not_user)
             call_id = request.tool_call.get("id") or ""
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None
-            escalation = self._counter.predict(record, turn, position, self.tool_policies)
+            escalation = counter.predict(record, turn, position, self.tool_policies)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None
@@ -407,13 +373,3 @@ class RepeatToolReminderMiddleware(
 def _as_user_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
     """The stored system reminders, as the user turns that replace them."""
     return [as_user_turn(m) for m in messages if m.type == "system" and is_reminder(m) and m.id]
-
-
-def _default_name(config: ReminderConfig) -> str:
-    scope = []
-    if config.include:
-        scope.append("include=" + ",".join(config.include))
-    if config.exclude:
-        scope.append("exclude=" + ",".join(config.exclude))
-    base = RepeatToolReminderMiddleware.__name__
-    return f"{base}[{'; '.join(scope)}]" if scope else base

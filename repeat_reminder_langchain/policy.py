@@ -235,37 +235,36 @@ class ToolPolicies(dict[str, ToolPolicy]):
             self[name] = policy
 
 
-@dataclass(frozen=True, slots=True)
-class Levels:
-    """Which reminder each count draws: a table up to the last threshold, arithmetic past it.
+class Levels(dict[int, "Level | None"]):
+    """Which reminder each count draws: `levels[count]`, gentle or detailed, or None.
 
-    Gentle at the first threshold, detailed at the later ones, and, with `every`, detailed at
-    every `every`-th count past the last.
+    Gentle at the first threshold and detailed at the later ones, read from the mapping (a
+    count that draws something is looked up, not computed); with `every`, detailed at every
+    `every`-th count past the last. Built by `of`; not to be changed once built.
 
     Example:
-        >>> [Levels.of((2, 4), every=3).at(n) for n in (1, 2, 4, 6, 7)]
+        >>> levels = Levels.of((2, 4), every=3)
+        >>> [levels[n] for n in (1, 2, 4, 6, 7)]
         [None, 'gentle', 'detailed', None, 'detailed']
     """
 
-    table: tuple[Level | None, ...]
-    every: int | None = None
+    __slots__ = ("every", "last")
+
+    def __init__(self, table: Mapping[int, Level], every: int | None, last: int) -> None:
+        super().__init__(table)
+        self.every = every
+        self.last = last
 
     @classmethod
     def of(cls, thresholds: Sequence[int], every: int | None = None) -> Levels:
         """The levels of sorted, distinct `thresholds`."""
-        table: list[Level | None] = [None] * (thresholds[-1] + 1)
-        for threshold in thresholds:
-            table[threshold] = "detailed"
+        table: dict[int, Level] = dict.fromkeys(thresholds, "detailed")
         table[thresholds[0]] = "gentle"
-        return cls(tuple(table), every)
+        return cls(table, every, thresholds[-1])
 
-    def at(self, count: int) -> Level | None:
-        """The reminder a count draws, if any."""
-        table = self.table
-        if count < len(table):
-            return table[count]
+    def __missing__(self, count: int) -> Level | None:
         every = self.every
-        if every and (count - len(table) + 1) % every == 0:
+        if every and count > self.last and (count - self.last) % every == 0:
             return "detailed"
         return None
 
@@ -293,7 +292,7 @@ class Rules:
 
     def level(self, count: int) -> Level | None:
         """Which reminder a run of `count` identical calls draws, if any."""
-        return self.levels.at(count)
+        return self.levels[count]
 
     def keyed(self, args: object) -> object:
         """The arguments that make up the call's key: `args` without the ignored paths."""

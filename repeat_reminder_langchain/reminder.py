@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict, cast
 
 from .detectors import DETECTORS as _DETECTORS
@@ -92,6 +92,7 @@ class Reminder:
         error: For `same_error`, the error text, cut to the preview cap.
         variants: For `same_error`, how many different argument sets hit the error.
         position: The call's position among the calls of its model turn.
+        summary: A one-line label such as `grep × 5`.
 
     Example:
         >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"retry_limit"}')
@@ -109,6 +110,11 @@ class Reminder:
     error: str = ""
     variants: int = 1
     position: int = 0
+    summary: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # A field, not a property: the events and log lines that name the reminder read it.
+        object.__setattr__(self, "summary", _summary(self.tool, self.count))
 
     @property
     def text(self) -> str:
@@ -123,11 +129,6 @@ class Reminder:
             variants=self.variants,
             varied=varied,
         )
-
-    @property
-    def summary(self) -> str:
-        """A one-line label such as `grep × 5`."""
-        return f"{self.tool} \u00d7 {self.count}"
 
     def tag(self) -> ReminderTag:
         """What marks a message as this reminder."""
@@ -149,6 +150,7 @@ class Escalation:
         digest: A fingerprint of the full canonical arguments.
         position: The call's position among the calls of its model turn.
         limit: The `escalate_after` it reached.
+        summary: A one-line label such as `grep × 10`.
     """
 
     tool: str
@@ -159,6 +161,10 @@ class Escalation:
     digest: str = ""
     position: int = 0
     limit: int = 0
+    summary: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", _summary(self.tool, self.count))
 
     @property
     def text(self) -> str:
@@ -166,14 +172,13 @@ class Escalation:
         what = PARTS[self.detector].words.stopped
         return _ESCALATION.format(tool=self.tool, what=what, count=self.count)
 
-    @property
-    def summary(self) -> str:
-        """A one-line label such as `grep × 10`."""
-        return f"{self.tool} \u00d7 {self.count}"
-
     def tag(self) -> ReminderTag:
         """What marks the guard's final message of a run it ended."""
         return _tag(self.tool, self.count, "escalated", self.detector)
+
+
+def _summary(tool: str, count: int) -> str:
+    return f"{tool} \u00d7 {count}"
 
 
 def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
@@ -181,7 +186,7 @@ def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
         "kind": "plugin",
         "plugin": "repeat-tool-reminder",
         "form": "notice",
-        "summary": f"{tool} \u00d7 {count}",
+        "summary": _summary(tool, count),
         "tool": tool,
         "count": count,
         "level": level,

@@ -9,21 +9,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import (
+    BaseCallbackHandler,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
 from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-import repeat_reminder_langchain.middleware as middleware_module
+import repeat_reminder_langchain._guard as guard_module
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
-from repeat_reminder_langchain._counter import Count
-from repeat_reminder_langchain.events import (
-    areport,
-    escalation_event,
-    reminder_event,
-    report,
-)
+from repeat_reminder_langchain._counter import NOTHING, Count
+from repeat_reminder_langchain._guard import Delivery, Guard, StateStore, Step
+from repeat_reminder_langchain.events import escalation_event, reminder_event, report
 from repeat_reminder_langchain.reminder import Escalation, Reminder
-from repeat_reminder_langchain.stats import Stats
 
 from .conftest import Guarded
 from .helpers import ask, assert_adjacent, call, final_messages, reminders, repeat, scripted, turn
@@ -155,18 +154,32 @@ def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
 # -- reporting outside a graph ----------------------------------------------------------------
 
 
+def _guard(**fields: Any) -> Guard:
+    return Guard(ReminderConfig(**fields), name="g", records=StateStore("f"), meter_provider=False)
+
+
+def _step(found: Count, delivery: Delivery = "sent") -> Step:
+    return Step(found, {}, [], False, None, True, delivery, None, None, NOTHING)
+
+
+async def _areport(step: Step, guard: Guard) -> None:
+    for sending in report(step, guard, adispatch_custom_event):
+        await sending
+
+
 def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCaptureFixture) -> None:
-    stats = Stats()
+    reminding, observing = _guard(), _guard(mode="observe")
     tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
-        report(tally, stats, ReminderConfig(), None)
-        asyncio.run(areport(tally, stats, ReminderConfig(mode="observe"), None))
-        report(tally, stats, ReminderConfig(), None, "undelivered")
+        report(_step(tally), reminding, dispatch_custom_event)
+        asyncio.run(_areport(_step(tally), observing))
+        report(_step(tally, "undelivered"), reminding, dispatch_custom_event)
 
-    snapshot = stats.snapshot()
-    assert snapshot["calls"] == 3
+    snapshot = reminding.stats.snapshot()
+    assert snapshot["calls"] == 2
     assert snapshot["reminders"] == {"grep": {"gentle": 1}}
-    assert snapshot["undelivered"] == {"grep": {"gentle": 2}}
+    assert snapshot["undelivered"] == {"grep": {"gentle": 1}}
+    assert observing.stats.snapshot()["undelivered"] == {"grep": {"gentle": 1}}
     messages = [r.getMessage() for r in caplog.records]
     assert messages.count("repeat_tool_reminder event not dispatched") == 3
     assert messages.count("repeat_tool_reminder event not written to the custom stream") == 3
@@ -190,7 +203,7 @@ async def test_the_middleware_hooks_work_outside_a_graph_and_survive_their_own_b
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(middleware_module, "act", broken)
+    monkeypatch.setattr(guard_module, "reminder_message", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         assert await middleware.abefore_model(state, None) is None  # type: ignore[arg-type]
     assert "repeat reminder middleware failed" in caplog.text

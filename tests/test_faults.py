@@ -20,8 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 
-import repeat_reminder_langchain.callbacks as callbacks_module
-import repeat_reminder_langchain.graph as graph_module
+import repeat_reminder_langchain._guard as guard_module
 from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
@@ -208,8 +207,7 @@ def test_a_bug_inside_the_handler_is_logged_and_the_run_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(callbacks_module, "read_turn", broken)
-    monkeypatch.setattr(graph_module, "read_turn", broken)
+    monkeypatch.setattr(guard_module, "read_turn", broken)
     guard = RepeatToolReminderCallbackHandler()
 
     with caplog.at_level(logging.WARNING):

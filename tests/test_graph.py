@@ -534,7 +534,7 @@ def test_the_node_takes_a_handler_or_a_configuration_not_both() -> None:
 def test_a_failure_while_acting_is_logged_and_the_run_goes_on(
     face: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import repeat_reminder_langchain.graph as graph_module
+    import repeat_reminder_langchain._guard as guard_module
 
     from .conftest import build
 
@@ -542,7 +542,7 @@ def test_a_failure_while_acting_is_logged_and_the_run_goes_on(
         raise RuntimeError("guard bug")
 
     agent = build(face, scripted(repeat("probe", {"q": "same"}, 3)))
-    monkeypatch.setattr(graph_module, "act", broken)
+    monkeypatch.setattr(guard_module, "reminder_message", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent.invoke(ask())
 

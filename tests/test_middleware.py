@@ -26,6 +26,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
+import repeat_reminder_langchain._guard as guard_module
 import repeat_reminder_langchain.middleware as middleware_module
 from repeat_reminder_langchain import (
     ReminderConfig,
@@ -319,7 +320,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(middleware_module, "read_turn", broken)
+    monkeypatch.setattr(guard_module, "read_turn", broken)
     monkeypatch.setattr(middleware_module, "keeps_system_messages", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
@@ -335,14 +336,14 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
 def test_a_failure_counting_the_answer_at_the_end_is_logged_and_the_run_ends(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real = middleware_module.read_turn
+    real = guard_module.read_turn
 
     def broken_on_answers(messages: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(messages[-1], AIMessage) and not messages[-1].tool_calls:
             raise RuntimeError("guard bug")
         return real(messages, *args, **kwargs)
 
-    monkeypatch.setattr(middleware_module, "read_turn", broken_on_answers)
+    monkeypatch.setattr(guard_module, "read_turn", broken_on_answers)
     guard = RepeatToolReminderMiddleware()
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(scripted(repeat("probe", SAME, 3)), guard).invoke(ask())["messages"]
@@ -598,6 +599,7 @@ async def test_an_internal_failure_in_async_hooks_is_logged_and_the_agent_comple
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
+    monkeypatch.setattr(guard_module, "read_turn", broken)
     monkeypatch.setattr(middleware_module, "read_turn", broken)
     guard = RepeatToolReminderMiddleware(exit_behavior="block", escalate_after=9)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):

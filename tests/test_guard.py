@@ -1,4 +1,4 @@
-"""What the faces share: acting on a count, asking a human once, and records kept in state."""
+"""The guard step every face takes: acting on a count, asking a human once, records in state."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from repeat_reminder_langchain._apply import StateStore
 from repeat_reminder_langchain._counter import Record
+from repeat_reminder_langchain._guard import StateStore
 from repeat_reminder_langchain.escalation import interrupt_request, read_answer
 from repeat_reminder_langchain.reminder import Escalation
 
@@ -96,8 +96,8 @@ def test_stored_records_are_read_from_dicts_objects_and_other_mappings(
     assert store.read(state()) == {}  # nothing stored yet
     assert store.read(state(field="garbage")) == {}
     assert store.read(state(field={"mine": "garbage"})) == {}
-    assert store.write(record) == {"field": {"mine": record}}
-    assert StateStore("field").write(record) == {"field": record}
+    assert store.write(state(), record) == {"field": {"mine": record}}
+    assert StateStore("field").write(state(), record) == {"field": record}
     assert StateStore("field").read(state(field=record)) == record
 
 
@@ -117,7 +117,7 @@ def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
 def test_the_record_written_last_is_read_back_and_any_other_is_checked() -> None:
     store = StateStore("field")
     record: Record = {"turn": "t", "tool": "probe", "count": 2}
-    store.write(record)
+    store.write({}, record)
     kept = dict(record)  # as a checkpoint gives it back: equal, another object
     assert store.read({"field": kept}) is kept
     assert store.read({"field": {**record, "count": -1}}) == {}

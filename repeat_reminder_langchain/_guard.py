@@ -1,0 +1,317 @@
+"""One guard step for every face: read the turn, count it, decide what it leads to.
+
+Every face (the middleware, the node, the handler) holds a `Guard` and calls `Guard.step`
+once per model turn, with where its record lives and the conversation. The step reads the
+record, reads the finished turn, counts it and returns a `Step`: the state update that keeps
+the new record, the messages to add, whether the run ends or stops, and what to report. It
+sends nothing and raises nothing: the face returns the update to its graph (adding the
+messages where its graph keeps them), passes the step to `events.report` with its dispatcher,
+and then raises the stop, if any. A face keeps only where its record lives and how a message
+reaches its graph.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
+from langgraph.types import interrupt
+
+from ._conversation import read_state, read_turn
+from ._counter import NOTHING, Count, Counter, Record, RecordError, Turn, read_record
+from .config import ReminderConfig
+from .escalation import RepeatToolLoopError, interrupt_request, read_answer
+from .messages import escalation_message, reminder_message
+from .metrics import metrics_for
+from .policy import ToolPolicies
+from .reminder import LOGGER_NAME, Escalation
+from .stats import Stats
+
+if TYPE_CHECKING:
+    from .metrics import MeterProviderOption
+
+__all__ = [
+    "Delivery",
+    "Guard",
+    "Records",
+    "StateStore",
+    "Step",
+    "current_run_config",
+    "instance_name",
+    "thread_of",
+]
+
+logger = logging.getLogger(LOGGER_NAME)
+
+Delivery = Literal["sent", "undelivered"]
+"""Whether a face puts its reminders in the conversation, or has no way to."""
+
+
+class Records(Protocol):
+    """Where a face keeps its records: a state field, or the handler's memory."""
+
+    def read(self, where: Any) -> Record:
+        """The record kept there (empty before the first count)."""
+
+    def write(self, where: Any, record: Record) -> dict[str, Any]:
+        """Keep the record there; the state update that does it."""
+
+
+class Step(NamedTuple):
+    """What one turn leads to, built but not applied.
+
+    Attributes:
+        found: What counting the turn found (what `events.report` reports).
+        update: The state update that keeps the new record (empty when it did not change,
+            or when the run stops here: the turn is then counted again when it resumes).
+        messages: The messages to add to the conversation, in order.
+        end: Whether the run ends here (the last message is the guard's final word).
+        stop: What to raise once the step is reported: the run stops there.
+        tell: Whether to report the step (not when a human's answer resumes a loop that was
+            reported when they were asked).
+        delivery: Whether the reminders reach the model.
+        run_config: The config of the run to report from (None outside a graph run; not
+            looked up for a turn with nothing to report).
+        thread: The conversation the run belongs to, if it has one (idem).
+        turn: The turn that was counted.
+    """
+
+    found: Count
+    update: dict[str, Any]
+    messages: list[BaseMessage]
+    end: bool
+    stop: BaseException | None
+    tell: bool
+    delivery: Delivery
+    run_config: RunnableConfig | None
+    thread: str | None
+    turn: Turn
+
+
+_make = tuple.__new__  # a `Step` built without its Python-level constructor: every turn makes one
+
+
+class Guard:
+    """What every face holds: the configuration compiled, the tools' policies, the totals.
+
+    Args:
+        config: The configuration.
+        name: The instance's name (its metrics carry it).
+        records: Where the face keeps its records.
+        meter_provider: Where its OpenTelemetry metrics go (see `metrics_for`).
+        marks_system: Whether a record says that reminders were stored as system messages
+            (the middleware, which rewrites them when its model turns out not to take them).
+    """
+
+    __slots__ = (
+        "config",
+        "counter",
+        "marks_system",
+        "name",
+        "records",
+        "sees",
+        "stats",
+        "tool_policies",
+    )
+
+    def __init__(
+        self,
+        config: ReminderConfig,
+        *,
+        name: str,
+        records: Records,
+        meter_provider: MeterProviderOption = None,
+        marks_system: bool = False,
+    ) -> None:
+        self.config = config
+        self.name = name
+        self.records = records
+        self.counter = Counter(config)
+        self.tool_policies = ToolPolicies()
+        self.stats = Stats(metrics_for(meter_provider, name))
+        self.sees = config.mode == "remind"  # whether the model sees the reminders
+        self.marks_system = marks_system
+
+    def step(
+        self,
+        where: Any,
+        conversation: Sequence[BaseMessage] | Turn,
+        *,
+        message_type: Literal["system", "human"] | None = None,
+        run_config: RunnableConfig | None = None,
+        delivery: Delivery = "sent",
+        answer_only: bool = False,
+    ) -> Step | None:
+        """Count what happened since the record's turn; None when nothing did.
+
+        Args:
+            where: Where the record is, as the face's `records` finds it.
+            conversation: The conversation, or the turn a face read from it.
+            message_type: The type of the reminder message (default: the configuration's).
+            run_config: The config of the run the step is for (None: the current graph run's).
+            delivery: `"undelivered"` for a face that cannot add messages: then nothing is
+                acted on, and the step reports its reminders as not delivered.
+            answer_only: Count only the model answering after a reminder it saw (a run that
+                ends with that answer); a tool turn is left to the next step.
+        """
+        records = self.records
+        record = records.read(where)
+        if answer_only and not record.get("reminded"):
+            return None  # most runs: no reminder waits for its answer
+        if type(conversation) is Turn:
+            turn = conversation
+        else:
+            turn = read_turn(conversation, record.get("turn", ""), not_user=self.counter.not_user)  # type: ignore[arg-type]
+            if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
+                return None
+        sent = delivery == "sent"
+        found = self.counter.count(record, turn, self.tool_policies, sees=sent and self.sees)
+        quiet = not found.reminders and found.escalation is None
+        if quiet or not sent:
+            # Most turns: nothing to tell, only the record to keep. (A face that cannot add
+            # messages acts on nothing, and reports what it found as not delivered.)
+            update = {} if found.record is None else records.write(where, found.record)
+            if quiet:
+                return _make(
+                    Step, (found, update, [], False, None, True, delivery, None, None, turn)
+                )
+            run_config = run_config or current_run_config()
+            thread = thread_of(run_config)
+            return Step(found, update, [], False, None, True, delivery, run_config, thread, turn)
+        return self._act(where, found, turn, message_type, run_config or current_run_config())
+
+    def _act(
+        self,
+        where: Any,
+        found: Count,
+        turn: Turn,
+        message_type: Literal["system", "human"] | None,
+        run_config: RunnableConfig | None,
+    ) -> Step:
+        """The reminders to add, or the escalation to carry out, for a count with something due.
+
+        With `exit_behavior="error"` the step stops the run with `RepeatToolLoopError`; with
+        `"interrupt"`, the first time, with LangGraph's `GraphInterrupt` (the run pauses for a
+        human); when their answer resumes the run, the step carries out what they chose.
+        """
+        record: Record = found.record or {}
+        escalation = found.escalation
+        thread = thread_of(run_config)
+        messages: list[BaseMessage] = []
+        end, tell = False, True
+        stop: BaseException | None = None
+        if self.config.mode == "observe":
+            pass
+        elif escalation is None or escalation.behavior == "block":
+            if found.reminders:
+                kind = message_type or self.config.message_type
+                messages = [reminder_message(found.reminders, kind)]
+        elif escalation.behavior == "error":
+            stop = RepeatToolLoopError(escalation, thread)
+        elif escalation.behavior == "interrupt":
+            record, messages, end, stop = self._ask(record, escalation)
+            tell = stop is not None  # an answer's loop was reported when the human was asked
+        else:
+            messages, end = [escalation_message(escalation)], True
+        update: dict[str, Any] = {}
+        if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
+            if self.marks_system and any(message.type == "system" for message in messages):
+                record = {**record, "system": True}
+            update = self.records.write(where, record)
+        return Step(found, update, messages, end, stop, tell, "sent", run_config, thread, turn)
+
+    def _ask(
+        self, record: Record, escalation: Escalation
+    ) -> tuple[Record, list[BaseMessage], bool, BaseException | None]:
+        """Ask a human what to do about a loop; once they answered, carry out their choice."""
+        try:
+            answer = interrupt(interrupt_request(escalation))
+        except GraphInterrupt as asked:
+            return record, [], False, asked
+        choice, text = read_answer(answer)
+        logger.info("repeat tool loop on %s: resumed with %r", escalation.summary, choice)
+        if choice == "continue":
+            return self.counter.reset(record), [], False, None
+        if choice == "message":
+            return self.counter.reset(record), [HumanMessage(text)], False, None
+        return record, [escalation_message(escalation)], True, None
+
+
+def instance_name(face: str, config: ReminderConfig) -> str:
+    """The default name of a guard: its face, with `include`/`exclude` when they are set.
+
+    Example:
+        >>> instance_name("RepeatToolReminderNode", ReminderConfig(exclude=["todo_*"]))
+        'RepeatToolReminderNode[exclude=todo_*]'
+
+    """
+    scope = []
+    if config.include:
+        scope.append("include=" + ",".join(config.include))
+    if config.exclude:
+        scope.append("exclude=" + ",".join(config.exclude))
+    return f"{face}[{'; '.join(scope)}]" if scope else face
+
+
+def current_run_config() -> RunnableConfig | None:
+    """The config of the graph run this is called in, or None outside one."""
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def thread_of(run_config: RunnableConfig | None) -> str | None:
+    """The conversation a run belongs to, if it has one."""
+    if not run_config:
+        return None
+    thread = (run_config.get("configurable") or {}).get("thread_id")
+    if thread is None:
+        thread = (run_config.get("metadata") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+class StateStore:
+    """Records kept in graph state, under `key` (and, for middleware instances, by `name`).
+
+    Every instance writes only its own entry: the middleware's field merges the entries
+    written in one step. A record is checked when read, unless it equals the one this store
+    wrote last (the usual case: the record of the turn before).
+    """
+
+    def __init__(self, key: str, name: str | None = None) -> None:
+        self.key = key
+        self.name = name
+        self._written: Record | None = None
+        self._warned = False
+
+    def read(self, where: Any) -> Record:
+        """The record kept in the state `where`; one that is not valid starts over (logged once)."""
+        data = where.get(self.key) if type(where) is dict else read_state(where, self.key)
+        if data and self.name is not None:
+            data = data.get(self.name) if isinstance(data, (dict, Mapping)) else None
+        if not data:
+            return {}
+        if type(data) is dict and data == self._written:
+            return data  # type: ignore[return-value]
+        try:
+            return read_record(data)
+        except RecordError as error:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "stored repeat reminder state is not valid (%s); starting over", error
+                )
+            return {}
+
+    def write(self, where: Any, record: Record) -> dict[str, Any]:
+        """The state update that keeps `record`."""
+        self._written = record
+        if self.name is None:
+            return {self.key: record}
+        return {self.key: {self.name: record}}
