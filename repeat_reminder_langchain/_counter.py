@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
-from .canonical import canonicalize, digest
+from .canonical import canonicalize, digest, result_text
 from .config import ReminderConfig
 from .detectors import PARTS, Part, Seen
 from .policy import Levels, Rules, ToolPolicy
@@ -34,7 +34,6 @@ __all__ = [
     "RecordError",
     "Turn",
     "read_record",
-    "result_text",
 ]
 
 _RULES_LIMIT = 1024  # tool names come from the model: keep the resolved rules bounded
@@ -211,20 +210,6 @@ class Count(NamedTuple):
     calls: int = 0
     longest: tuple[str, int] | None = None
     followups: Sequence[bool] = ()
-
-
-def result_text(result: object) -> str:
-    """A tool result's text: the content string, or its text blocks joined."""
-    if isinstance(result, str):
-        return result
-    if isinstance(result, list):
-        parts = [
-            item if isinstance(item, str) else str(item.get("text", ""))
-            for item in result
-            if isinstance(item, (str, Mapping))
-        ]
-        return "\n".join(part for part in parts if part)
-    return canonicalize(result)
 
 
 def _result_digest(result: object) -> str:

@@ -26,6 +26,7 @@ from ._conversation import read_state, read_turn
 from ._counter import NOTHING, Count, Counter, Record, RecordError, Turn, read_record
 from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
+from .events import Delivery, Report
 from .messages import escalation_message, reminder_message
 from .metrics import metrics_for
 from .policy import ToolPolicies
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from .metrics import MeterProviderOption
 
 __all__ = [
-    "Delivery",
     "Guard",
     "Records",
     "StateStore",
@@ -47,9 +47,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(LOGGER_NAME)
-
-Delivery = Literal["sent", "undelivered"]
-"""Whether a face puts its reminders in the conversation, or has no way to."""
 
 
 class Records(Protocol):
@@ -66,18 +63,14 @@ class Step(NamedTuple):
     """What one turn leads to, built but not applied.
 
     Attributes:
-        found: What counting the turn found (what `events.report` reports).
+        found: What counting the turn found.
         update: The state update that keeps the new record (empty when it did not change,
             or when the run stops here: the turn is then counted again when it resumes).
         messages: The messages to add to the conversation, in order.
         end: Whether the run ends here (the last message is the guard's final word).
         stop: What to raise once the step is reported: the run stops there.
-        tell: Whether to report the step (not when a human's answer resumes a loop that was
-            reported when they were asked).
-        delivery: Whether the reminders reach the model.
-        run_config: The config of the run to report from (None outside a graph run; not
-            looked up for a turn with nothing to report).
-        thread: The conversation the run belongs to, if it has one (idem).
+        told: What to report (`events.report`); None when a human's answer resumes a loop
+            that was reported when they were asked.
         turn: The turn that was counted.
     """
 
@@ -86,14 +79,11 @@ class Step(NamedTuple):
     messages: list[BaseMessage]
     end: bool
     stop: BaseException | None
-    tell: bool
-    delivery: Delivery
-    run_config: RunnableConfig | None
-    thread: str | None
+    told: Report | None
     turn: Turn
 
 
-_make = tuple.__new__  # a `Step` built without its Python-level constructor: every turn makes one
+_make = tuple.__new__  # named tuples built without their Python-level constructor: every turn
 
 
 class Guard:
@@ -177,13 +167,15 @@ class Guard:
             # messages acts on nothing, and reports what it found as not delivered.)
             update = {} if found.record is None else records.write(where, found.record)
             if quiet:
-                return _make(
-                    Step, (found, update, [], False, None, True, delivery, None, None, turn)
-                )
-            run_config = run_config or current_run_config()
-            thread = thread_of(run_config)
-            return Step(found, update, [], False, None, True, delivery, run_config, thread, turn)
+                told = _make(Report, (found, self.stats, self.config, delivery, None, None))
+            else:
+                told = self._told(found, delivery, run_config or current_run_config())
+            return _make(Step, (found, update, [], False, None, told, turn))
         return self._act(where, found, turn, message_type, run_config or current_run_config())
+
+    def _told(self, found: Count, delivery: Delivery, run_config: RunnableConfig | None) -> Report:
+        """What a turn with something due reports, from the run it is in."""
+        return Report(found, self.stats, self.config, delivery, run_config, thread_of(run_config))
 
     def _act(
         self,
@@ -201,9 +193,9 @@ class Guard:
         """
         record: Record = found.record or {}
         escalation = found.escalation
-        thread = thread_of(run_config)
+        told = self._told(found, "sent", run_config)
         messages: list[BaseMessage] = []
-        end, tell = False, True
+        end = answered = False
         stop: BaseException | None = None
         if self.config.mode == "observe":
             pass
@@ -212,10 +204,10 @@ class Guard:
                 kind = message_type or self.config.message_type
                 messages = [reminder_message(found.reminders, kind)]
         elif escalation.behavior == "error":
-            stop = RepeatToolLoopError(escalation, thread)
+            stop = RepeatToolLoopError(escalation, told.thread)
         elif escalation.behavior == "interrupt":
             record, messages, end, stop = self._ask(record, escalation)
-            tell = stop is not None  # an answer's loop was reported when the human was asked
+            answered = stop is None  # its loop was reported when the human was asked
         else:
             messages, end = [escalation_message(escalation)], True
         update: dict[str, Any] = {}
@@ -223,7 +215,7 @@ class Guard:
             if self.marks_system and any(message.type == "system" for message in messages):
                 record = {**record, "system": True}
             update = self.records.write(where, record)
-        return Step(found, update, messages, end, stop, tell, "sent", run_config, thread, turn)
+        return Step(found, update, messages, end, stop, None if answered else told, turn)
 
     def _ask(
         self, record: Record, escalation: Escalation

@@ -29,8 +29,9 @@ from typing_extensions import Unpack
 
 from ._counter import Record, Turn
 from ._guard import Guard, instance_name
+from ._wiring import Misplaced, refuse_block, warn_wiring
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import Misplaced, report, warn_wiring
+from .events import report
 from .reminder import LOGGER_NAME, is_reminder
 
 if TYPE_CHECKING:
@@ -306,7 +307,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return
         if step.found.reminders or step.found.escalation is not None:
             self._warn_undelivered()
-        report(step, self.guard, dispatch_custom_event)
+        report(step.told, dispatch_custom_event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Count a model that answered, without a call, after a reminder it read."""
@@ -319,7 +320,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return  # another call: the node follows it up when it counts that turn
         step = self.guard.step(key, Turn(answered=True))
         assert step is not None  # a turn handed over is always counted
-        report(step, self.guard, dispatch_custom_event)
+        report(step.told, dispatch_custom_event)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call that failed answered nothing."""
@@ -374,12 +375,3 @@ def _reads_reminder(messages: list[BaseMessage]) -> bool:
         if isinstance(message, AIMessage):
             return False
     return False
-
-
-def refuse_block(config: ReminderConfig) -> None:
-    """Refuse `exit_behavior="block"` on a face that cannot see a call before it runs."""
-    if config.escalate_after is not None and config.exit_behavior == "block":
-        raise TypeError(
-            'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
-            "a call before it runs"
-        )

@@ -46,7 +46,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-__all__ = ["canonicalize", "digest"]
+__all__ = ["canonicalize", "digest", "result_text"]
 
 _CIRCULAR = '"[Circular]"'
 _blake2b = hashlib.blake2b
@@ -140,6 +140,20 @@ def _pure_text(value: object) -> str:
 def digest(text: str) -> str:
     """A short, stable fingerprint of a canonical text (128-bit BLAKE2b, hex)."""
     return _blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def result_text(result: object) -> str:
+    """A tool result's text: the content string, or its text blocks joined."""
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list):
+        parts = [
+            item if isinstance(item, str) else str(item.get("text", ""))
+            for item in result
+            if isinstance(item, (str, Mapping))
+        ]
+        return "\n".join(part for part in parts if part)
+    return canonicalize(result)
 
 
 def _render(root: object) -> str:

@@ -9,43 +9,38 @@ reminders at INFO with the arguments only as a digest, escalations at WARNING wi
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
-import sys
-import sysconfig
-import warnings
 from collections.abc import Awaitable, Mapping
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import Any, Literal, NamedTuple, Protocol, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
+from ._counter import Count
 from .config import ReminderConfig
-from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder, RepeatToolReminderWarning
+from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
 from .stats import Stats
-
-if TYPE_CHECKING:
-    from ._guard import Guard, Step
 
 __all__ = [
     "ESCALATION_EVENT",
     "REMINDER_EVENT",
+    "Delivery",
     "Dispatch",
     "EscalationEvent",
-    "Misplaced",
     "ReminderEvent",
+    "Report",
     "escalation_event",
     "reminder_event",
     "report",
-    "warn_wiring",
 ]
 
 REMINDER_EVENT = SOURCE
 ESCALATION_EVENT = "repeat_tool_escalation"
 
 logger = logging.getLogger(LOGGER_NAME)
+
+Delivery = Literal["sent", "undelivered"]
+"""Whether a face puts its reminders in the conversation, or has no way to."""
 
 _UNDELIVERED = (
     "no RepeatToolReminderNode ran after the tools node for this agent: put one there "
@@ -80,60 +75,6 @@ class EscalationEvent(TypedDict):
     mode: str
     acted: bool
     thread_id: str | None
-
-
-def warn_wiring(message: str) -> None:
-    """Say, once, that the guard is wired so that it cannot do its work.
-
-    As a Python warning, which is what a mistake the user can fix calls for: it shows with
-    logging unconfigured, points at the user's line that ran the graph where that is on the
-    stack, and can be made an error. (`logging.captureWarnings(True)` sends it to the log.)
-    """
-    warnings.warn(message, RepeatToolReminderWarning, stacklevel=_outside(sys._getframe(1)))
-
-
-def _folders(*packages: str) -> tuple[str, ...]:
-    """Where the packages' modules are (each folder, with a trailing separator)."""
-    found = []
-    for package in packages:
-        spec = importlib.util.find_spec(package)
-        found += [folder + os.sep for folder in (spec and spec.submodule_search_locations) or ()]
-    return tuple(found)
-
-
-# Where the user's code is not: this package; the libraries that run a graph, and Python's own.
-_OURS = _folders("repeat_reminder_langchain")
-_LIBRARIES = (
-    *_folders("langchain_core", "langgraph", "langchain"),
-    sysconfig.get_paths()["stdlib"] + os.sep,
-)
-
-
-def _outside(frame: FrameType | None) -> int:
-    """The `stacklevel` of the first frame outside these, or outside this package at least."""
-    level, fallback = 2, None  # level 2: warn_wiring's caller
-    while frame is not None:
-        where = frame.f_code.co_filename
-        if not where.startswith(_OURS):
-            if not where.startswith(_LIBRARIES):
-                return level
-            fallback = fallback or level
-        frame, level = frame.f_back, level + 1
-    return fallback or 2
-
-
-class Misplaced:
-    """An attribute that the wrong place reads first: an error that names the right one.
-
-    `create_agent` reads a middleware's hooks from its class, LangChain's callback manager a
-    handler's flags; a guard given to the one that is not its own fails there, clearly.
-    """
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        raise AttributeError(self.message)
 
 
 def reminder_event(
@@ -184,25 +125,46 @@ class Dispatch(Protocol):
         """Send the event; an async dispatcher returns what to await."""
 
 
-def report(step: Step, guard: Guard, dispatch: Dispatch) -> list[Awaitable[None]]:
-    """Add a step to the guard's stats; log what it found, and send its events.
+class Report(NamedTuple):
+    """What one turn of a guard has to report: built by the guard's step, sent by `report`.
+
+    Attributes:
+        found: What counting the turn found.
+        stats: The guard's totals, to add it to.
+        config: The guard's configuration (its mode).
+        delivery: Whether the reminders reach the model.
+        run_config: The config of the run to send the events from (None outside a graph run,
+            and for a turn with nothing to report).
+        thread: The conversation the run belongs to, if it has one.
+    """
+
+    found: Count
+    stats: Stats
+    config: ReminderConfig
+    delivery: Delivery
+    run_config: RunnableConfig | None
+    thread: str | None
+
+
+def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
+    """Add a turn to the guard's stats; log what it found, and send its events.
 
     This is the one place a guard's stats (and so its metrics) are added to. Events go out
-    through `dispatch`, from the step's run (the current graph run's when it names none); an
-    async dispatcher's sendings are returned, for the async face to await.
+    through `dispatch`; an async dispatcher's sendings are returned, for an async face to
+    await. None: nothing to report (a human's answer resumed a loop reported when they were
+    asked).
     """
-    found = step.found
-    if not step.tell:
-        return []  # a human's answer resumed a loop that was reported when they were asked
-    if not found.reminders and found.escalation is None:
-        guard.stats.add(found)  # most turns: nothing to tell
+    if told is None:
         return []
-    events = _record(step, guard.stats, guard.config)
+    found = told.found
+    if not found.reminders and found.escalation is None:
+        told.stats.add(found)  # most turns: nothing to tell
+        return []
     sending: list[Awaitable[None]] = []
-    for name, data in events:
+    for name, data in _record(told):
         _write(name, data)
         try:
-            sent = dispatch(name, data, config=step.run_config)
+            sent = dispatch(name, data, config=told.run_config)
         except Exception:  # outside a run there is no one to tell
             logger.debug("%s event not dispatched", name, exc_info=True)
         else:
@@ -226,14 +188,12 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
         logger.debug("%s event not written to the custom stream", name, exc_info=True)
 
 
-def _record(
-    step: Step, stats: Stats, config: ReminderConfig
-) -> list[tuple[str, Mapping[str, Any]]]:
-    """Add the step's count to the stats, log what it found; its events."""
-    counted, delivery, thread = step.found, step.delivery, step.thread
-    delivered = delivery == "sent" and config.mode == "remind"
-    stats.add(counted, delivered=delivered)
-    run = getattr((step.run_config or {}).get("callbacks"), "parent_run_id", None)
+def _record(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
+    """Add the turn's count to the stats, log what it found; its events."""
+    counted, config, thread = told.found, told.config, told.thread
+    delivered = told.delivery == "sent" and config.mode == "remind"
+    told.stats.add(counted, delivered=delivered)
+    run = getattr((told.run_config or {}).get("callbacks"), "parent_run_id", None)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         data = reminder_event(reminder, config, delivered, thread)

@@ -15,9 +15,10 @@ from typing_extensions import Unpack
 from ._conversation import read_messages, read_state
 from ._counter import Record
 from ._guard import Guard, Records, StateStore, instance_name, thread_of
-from .callbacks import RepeatToolReminderCallbackHandler, refuse_block
+from ._wiring import refuse_block, warn_wiring
+from .callbacks import RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report, warn_wiring
+from .events import report
 from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ class RepeatToolReminderNode:
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
-        report(step, guard, dispatch_custom_event)
+        report(step.told, dispatch_custom_event)
         if step.stop is not None:
             raise step.stop  # nothing kept: the turn is counted again when the run resumes
         update = step.update

@@ -34,7 +34,6 @@ from . import __version__
 from ._counter import Count
 from ._install import install_hint
 from .reminder import LOGGER_NAME
-from .stats import Tally
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
@@ -47,6 +46,7 @@ __all__ = [
     "STREAK",
     "MeterProviderOption",
     "Metrics",
+    "Tally",
     "metrics_for",
 ]
 
@@ -82,6 +82,15 @@ def _api() -> ModuleType | None:
         return importlib.import_module("opentelemetry.metrics")
     except ImportError:
         return None
+
+
+class Tally:
+    """The tracked calls one guard counted, which its `Stats` adds to and its metrics read."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls = 0
 
 
 class _Instruments:

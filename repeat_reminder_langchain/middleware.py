@@ -26,8 +26,9 @@ from typing_extensions import Unpack, override
 from ._conversation import read_turn
 from ._counter import Record
 from ._guard import Guard, StateStore, Step, instance_name
+from ._wiring import Misplaced
 from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import Dispatch, Misplaced, report
+from .events import Dispatch, report
 from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
 from .reminder import LOGGER_NAME, SOURCE, is_reminder
 
@@ -278,7 +279,7 @@ class RepeatToolReminderMiddleware(
             return None, None, []
         if step is None:
             return update, None, []
-        return update, step.stop, report(step, self._guard, dispatch)
+        return update, step.stop, report(step.told, dispatch)
 
     def _settle(self, state: Any) -> dict[str, Any] | None:
         """The recovery of a model that answered after a reminder, counted in the run it ends.
@@ -293,7 +294,7 @@ class RepeatToolReminderMiddleware(
             return None
         if step is None:
             return None  # most runs: no reminder waits for its answer
-        report(step, self._guard, dispatch_custom_event)
+        report(step.told, dispatch_custom_event)
         return step.update
 
     @staticmethod

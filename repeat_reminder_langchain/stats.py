@@ -5,14 +5,12 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 from ._counter import Count
+from .metrics import Metrics, Tally
 
-if TYPE_CHECKING:
-    from .metrics import Metrics
-
-__all__ = ["Stats", "StatsSnapshot", "Tally"]
+__all__ = ["Stats", "StatsSnapshot"]
 
 
 class StatsSnapshot(TypedDict):
@@ -53,15 +51,6 @@ def _nested(counts: Iterable[tuple[tuple[str, str], int]]) -> dict[str, dict[str
         slot = found.setdefault(outer, {})
         slot[inner] = slot.get(inner, 0) + number
     return found
-
-
-class Tally:
-    """The tracked calls one guard counted: kept apart so that its metrics can read it."""
-
-    __slots__ = ("calls",)
-
-    def __init__(self) -> None:
-        self.calls = 0
 
 
 class Stats:

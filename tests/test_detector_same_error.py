@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import CallTrace, Record, result_text
+from repeat_reminder_langchain._counter import CallTrace, Record
+from repeat_reminder_langchain.canonical import result_text
 from repeat_reminder_langchain.detectors import Seen
 from repeat_reminder_langchain.detectors.same_error import SameError
 

@@ -19,10 +19,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import repeat_reminder_langchain._guard as guard_module
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
-from repeat_reminder_langchain._counter import NOTHING, Count
-from repeat_reminder_langchain._guard import Delivery, Guard, StateStore, Step
-from repeat_reminder_langchain.events import escalation_event, reminder_event, report
+from repeat_reminder_langchain._counter import Count
+from repeat_reminder_langchain.events import (
+    Delivery,
+    Report,
+    escalation_event,
+    reminder_event,
+    report,
+)
 from repeat_reminder_langchain.reminder import Escalation, Reminder
+from repeat_reminder_langchain.stats import Stats
 
 from .conftest import Guarded
 from .helpers import ask, assert_adjacent, call, final_messages, reminders, repeat, scripted, turn
@@ -154,32 +160,27 @@ def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
 # -- reporting outside a graph ----------------------------------------------------------------
 
 
-def _guard(**fields: Any) -> Guard:
-    return Guard(ReminderConfig(**fields), name="g", records=StateStore("f"), meter_provider=False)
+def _told(found: Count, stats: Stats, delivery: Delivery = "sent", **fields: Any) -> Report:
+    return Report(found, stats, ReminderConfig(**fields), delivery, None, None)
 
 
-def _step(found: Count, delivery: Delivery = "sent") -> Step:
-    return Step(found, {}, [], False, None, True, delivery, None, None, NOTHING)
-
-
-async def _areport(step: Step, guard: Guard) -> None:
-    for sending in report(step, guard, adispatch_custom_event):
+async def _areport(told: Report) -> None:
+    for sending in report(told, adispatch_custom_event):
         await sending
 
 
 def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCaptureFixture) -> None:
-    reminding, observing = _guard(), _guard(mode="observe")
+    stats = Stats()
     tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
-        report(_step(tally), reminding, dispatch_custom_event)
-        asyncio.run(_areport(_step(tally), observing))
-        report(_step(tally, "undelivered"), reminding, dispatch_custom_event)
+        report(_told(tally, stats), dispatch_custom_event)
+        asyncio.run(_areport(_told(tally, stats, mode="observe")))
+        report(_told(tally, stats, "undelivered"), dispatch_custom_event)
 
-    snapshot = reminding.stats.snapshot()
-    assert snapshot["calls"] == 2
+    snapshot = stats.snapshot()
+    assert snapshot["calls"] == 3
     assert snapshot["reminders"] == {"grep": {"gentle": 1}}
-    assert snapshot["undelivered"] == {"grep": {"gentle": 1}}
-    assert observing.stats.snapshot()["undelivered"] == {"grep": {"gentle": 1}}
+    assert snapshot["undelivered"] == {"grep": {"gentle": 2}}
     messages = [r.getMessage() for r in caplog.records]
     assert messages.count("repeat_tool_reminder event not dispatched") == 3
     assert messages.count("repeat_tool_reminder event not written to the custom stream") == 3

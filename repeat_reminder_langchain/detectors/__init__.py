@@ -7,12 +7,12 @@ entry here, and its tests.
 
 from __future__ import annotations
 
-from ._part import Part, Seen, Words
+from ._part import Part, Seen, Settings, Words
 from .repeat import Repeat
 from .same_error import SameError
 from .stale import STALE_MEMORY, Stale
 
-__all__ = ["DETECTORS", "PARTS", "STALE_MEMORY", "Part", "Seen", "Words"]
+__all__ = ["DETECTORS", "PARTS", "STALE_MEMORY", "Part", "Seen", "Settings", "Words"]
 
 PARTS: dict[str, type[Part]] = {part.name: part for part in (Repeat, SameError, Stale)}
 """Every detector by name, in the order they take precedence."""

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
-if TYPE_CHECKING:
-    from ..config import ReminderConfig
+
+class Settings(Protocol):
+    """What a detector may read of the configuration: a `ReminderConfig` is one.
+
+    (Named here, not imported: the configuration imports the detectors, to check `detect`.)
+    """
+
+    @property
+    def error_pattern(self) -> str | None:
+        """A pattern that marks a result as a failure."""
 
 
 class Seen(NamedTuple):
@@ -66,7 +74,7 @@ class Part(ABC):
     legacy: ClassVar[tuple[str, ...]] = ()
     """The fields of a record stored by 0.3 that held its memory (read by `upgrade`)."""
 
-    def __init__(self, config: ReminderConfig) -> None:  # noqa: B027 - a default, not a hook
+    def __init__(self, config: Settings) -> None:  # noqa: B027 - a default, not a hook
         """Compile what it needs of the configuration (most need nothing of it)."""
 
     def start(self, kept: Mapping[str, Any]) -> Any:

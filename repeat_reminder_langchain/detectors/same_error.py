@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Part, Seen, Words, expect
-
-if TYPE_CHECKING:
-    from ..config import ReminderConfig
+from ._part import Part, Seen, Settings, Words, expect
 
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 
@@ -62,7 +59,7 @@ class SameError(Part):
     )
 
     @override
-    def __init__(self, config: ReminderConfig) -> None:
+    def __init__(self, config: Settings) -> None:
         pattern = config.error_pattern
         self._pattern = None if pattern is None else re.compile(pattern)
 

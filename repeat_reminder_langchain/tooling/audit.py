@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._counter import result_text
+from ..canonical import result_text
 from ..config import BOOKKEEPING_TOOLS, ReminderConfig
 from ..policy import ToolPolicy
 from ..reminder import is_reminder, preview

@@ -1,0 +1,135 @@
+"""The package's rooms and the direction of its imports (DESIGN §2), read from the code.
+
+Every module is in one room. The core (configuration, canonical arguments, counting, the
+detectors, the reminders' words) imports nothing from LangChain; the translation between a
+conversation and the core sits on it; reporting on those; the faces (the guard step, the
+wiring warnings and the three faces) on all of these; the tooling on top, imported by nothing
+below it. No module imports one that imports it back, even for types only.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import repeat_reminder_langchain
+
+PACKAGE = Path(repeat_reminder_langchain.__file__).parent
+LANGCHAIN = ("langchain", "langchain_core", "langgraph")
+
+ROOMS = {
+    "core": {
+        "_counter",
+        "_install",
+        "canonical",
+        "config",
+        "detectors",
+        "detectors._part",
+        "detectors.repeat",
+        "detectors.same_error",
+        "detectors.stale",
+        "escalation",
+        "policy",
+        "reminder",
+    },
+    "translation": {"_conversation", "messages"},
+    "reporting": {"events", "metrics", "stats"},
+    "faces": {"_guard", "_wiring", "callbacks", "graph", "middleware", "prebuilt"},
+    "tooling": {
+        "__main__",
+        "tooling",
+        "tooling.audit",
+        "tooling.checkpointer",
+        "tooling.cli",
+        "tooling.demo",
+        "tooling.logs",
+        "tooling.progress",
+        "tooling.report",
+        "tooling.transcript",
+        "tooling.viz",
+    },
+}
+ORDER = list(ROOMS)  # each room may import from the rooms before it, and from itself
+ROOM = {module: room for room, modules in ROOMS.items() for module in modules}
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module's imports at module level, type-only ones included (`.x` for the package's)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _name(path)
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        here = [part for part in here if part]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        body = [*tree.body]
+        body += [node for block in tree.body if isinstance(block, ast.If) for node in block.body]
+        imported: set[str] = set()
+        for node in body:
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                imported.add(node.module or "")
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] + ([node.module] if node.module else [])
+                for alias in node.names:
+                    module = ".".join([*base, alias.name])
+                    imported.add("." + (module if module in ROOM else ".".join(base)))
+        found[name] = imported
+    return found
+
+
+IMPORTS = _imports()
+
+
+def test_every_module_is_in_one_room() -> None:
+    assert set(IMPORTS) - {""} == set(ROOM)
+
+
+def test_the_core_imports_nothing_from_langchain() -> None:
+    leaks = {
+        (module, imported)
+        for module, imports in IMPORTS.items()
+        if ROOM.get(module) == "core"
+        for imported in imports
+        if imported.split(".")[0] in LANGCHAIN
+    }
+    assert leaks == set()
+
+
+def test_each_room_imports_only_from_itself_and_the_rooms_below() -> None:
+    upward = {
+        (module, imported[1:])
+        for module, imports in IMPORTS.items()
+        if module in ROOM
+        for imported in imports
+        if imported.startswith(".")
+        and imported[1:] in ROOM
+        and ORDER.index(ROOM[imported[1:]]) > ORDER.index(ROOM[module])
+    }
+    assert upward == set()
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    # The package's `__init__` is left out: it re-exports every room, by design.
+    edges = {
+        module: {imported[1:] for imported in imports if imported[1:] in ROOM}
+        for module, imports in IMPORTS.items()
+        if module in ROOM
+    }
+    circles = set()
+    for start, below in edges.items():
+        seen, stack = set(), list(below)
+        while stack:
+            module = stack.pop()
+            if module == start:
+                circles.add(start)
+                break
+            if module not in seen:
+                seen.add(module)
+                stack.extend(edges[module])
+    assert circles == set()
