@@ -71,7 +71,7 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
     for position, item in enumerate(calls):
         tool, key = keys[position]
         same[tool, key, results[position]].append(position)
-        if item.call.error or failure.search(results[position]) is not None:
+        if item.call.failed or failure.search(results[position]) is not None:
             failing[tool, results[position]].append(position)
     found = [
         Loop("same_call", tuple(positions), tool)

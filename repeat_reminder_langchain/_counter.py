@@ -1,6 +1,6 @@
 """Counting: one agent's record, advanced one model turn at a time. Nothing here knows LangChain.
 
-A `ReminderConfig` is compiled once into a `Counter`: each tool's rules are resolved the first
+A `ReminderConfig` is compiled once into a `LoopCounter`: each tool's rules are resolved the first
 time the tool is seen, and each detector in use (`repeat_reminder_langchain.detectors`) is
 built with its level table, so a turn under the defaults runs the repeat rule alone. One loop
 counts every configuration and names no detector; a tracing observer (`transcript`, `audit`)
@@ -29,7 +29,7 @@ __all__ = [
     "Call",
     "CallTrace",
     "Count",
-    "Counter",
+    "LoopCounter",
     "Record",
     "RecordError",
     "Turn",
@@ -47,14 +47,14 @@ class Call(NamedTuple):
         tool: The tool's name, as the model wrote it (it may name no real tool).
         args: The arguments as the model sent them.
         result: What the call returned (a tool message's content); None when unknown.
-        error: Whether the result was marked as an error (`status="error"`).
+        failed: Whether the result was marked as an error (`status="error"`).
     """
 
     id: str
     tool: str
     args: object
     result: object = None
-    error: bool = False
+    failed: bool = False
 
 
 class Turn(NamedTuple):
@@ -232,11 +232,11 @@ def _text_test(not_user: str | Callable[[str], bool] | None) -> Callable[[str], 
 _make = tuple.__new__
 
 
-class Counter:
+class LoopCounter:
     """A configuration compiled for counting: call `count` once per finished model turn.
 
     Example:
-        >>> counter = Counter(ReminderConfig(thresholds=[2]))
+        >>> counter = LoopCounter(ReminderConfig(thresholds=[2]))
         >>> turn = Turn("turn-1", (Call("a", "grep", {"q": 1}), Call("b", "grep", {"q": 1.0})))
         >>> found = counter.count({}, turn)
         >>> found.record["count"], found.reminders[0].summary
@@ -311,7 +311,7 @@ class Counter:
         turn: Turn,
         policies: Mapping[str, ToolPolicy] | None = None,
         *,
-        sees: bool = True,
+        reaches_model: bool = True,
         observe: Observer | None = None,
     ) -> Count:
         """Count a turn's calls, in order, and return the reminders they draw.
@@ -325,7 +325,7 @@ class Counter:
             record: The agent's record before the turn.
             turn: What happened since the turn counted last.
             policies: The policies tools declare about themselves, by tool name.
-            sees: Whether the reminders will reach the model (they do not in observe mode,
+            reaches_model: Whether the reminders will reach the model (they do not in observe mode,
                 or without a node to deliver them): only those are followed up.
             observe: Called with each tracked call's counts, when given.
         """
@@ -348,7 +348,7 @@ class Counter:
             policies,
             reminded=reminded,
             followups=followups,
-            sees=sees,
+            reaches_model=reaches_model,
             observe=observe,
         )
 
@@ -360,14 +360,16 @@ class Counter:
         *,
         reminded: bool,
         followups: Sequence[bool],
-        sees: bool,
+        reaches_model: bool,
         observe: Observer | None,
     ) -> Count:
         """`count`'s loop: each tracked call keyed, its streak, what each detector counted."""
         tool, key, result = record.get("tool", ""), record.get("key", ""), record.get("result", "")
         run = carried = record.get("count", 0)
         minds = self._start(record)
-        due = not turn.spoke_after  # the user spoke after the calls: nothing they drew is due
+        unanswered = (
+            not turn.spoke_after
+        )  # the user spoke after the calls: nothing they drew is due
         # Most turns draw nothing and follow nothing up: no list is made for them.
         reminders: Sequence[Reminder] = ()
         escalation: Escalation | None = None
@@ -392,10 +394,10 @@ class Counter:
             reminder = stopped = None
             # Nothing is due below the first threshold unless a detector with a memory or a
             # limit may call for something: most calls under the defaults need nothing more.
-            wanted = self._stateful or self._limit is not None or run >= rules.thresholds[0]
-            if wanted or observe is not None:
+            may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
+            if may_draw or observe is not None:
                 found = self._detect(minds, call, new_key, run, outcome)
-                if due and wanted:
+                if unanswered and may_draw:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
                     again = (
@@ -412,7 +414,7 @@ class Counter:
                 if observe is not None:
                     counts = {part.name: number for part, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped))  # type: ignore[arg-type]
-            reminded = sees and reminder is not None
+            reminded = reaches_model and reminder is not None
         new: Record = {
             **record,
             "turn": turn.id,
@@ -424,7 +426,7 @@ class Counter:
         }
         if self._stateful:
             _keep(minds, new)
-        if not due:
+        if not unanswered:
             new = self.reset(new)
         if escalation is not None:
             return Count(new, (), escalation, tracked, longest, followups)
@@ -480,7 +482,7 @@ class Counter:
         """What each detector in use counted for a call, in the order they take precedence."""
         result = call.result
         text = "" if result is None or not self._reads else result_text(result)
-        seen = _make(Seen, (call.tool, key, run, result, call.error, text, outcome))
+        seen = _make(Seen, (call.tool, key, run, result, call.failed, text, outcome))
         found = []
         for part, levels, memory in minds:
             if part.needs_result and result is None:

@@ -23,7 +23,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 
 from ._conversation import read_state, read_turn
-from ._counter import NOTHING, Count, Counter, Record, RecordError, Turn, read_record
+from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
 from .events import Delivery, Report
@@ -103,8 +103,8 @@ class Guard:
         "counter",
         "marks_system",
         "name",
+        "reaches_model",
         "records",
-        "sees",
         "stats",
         "tool_policies",
     )
@@ -121,10 +121,10 @@ class Guard:
         self.config = config
         self.name = name
         self.records = records
-        self.counter = Counter(config)
+        self.counter = LoopCounter(config)
         self.tool_policies = ToolPolicies()
         self.stats = Stats(metrics_for(meter_provider, name))
-        self.sees = config.mode == "remind"  # whether the model sees the reminders
+        self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.marks_system = marks_system
 
     def step(
@@ -160,7 +160,9 @@ class Guard:
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
-        found = self.counter.count(record, turn, self.tool_policies, sees=sent and self.sees)
+        found = self.counter.count(
+            record, turn, self.tool_policies, reaches_model=sent and self.reaches_model
+        )
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
             # Most turns: nothing to tell, only the record to keep. (A face that cannot add

@@ -161,7 +161,7 @@ def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
         told.stats.add(found)  # most turns: nothing to tell
         return []
     sending: list[Awaitable[None]] = []
-    for name, data in _record(told):
+    for name, data in _count_and_log(told):
         _write(name, data)
         try:
             sent = dispatch(name, data, config=told.run_config)
@@ -188,7 +188,7 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
         logger.debug("%s event not written to the custom stream", name, exc_info=True)
 
 
-def _record(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
+def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
     """Add the turn's count to the stats, log what it found; its events."""
     counted, config, thread = told.found, told.config, told.thread
     delivered = told.delivery == "sent" and config.mode == "remind"

@@ -176,7 +176,7 @@ class RepeatToolReminderMiddleware(
             marks_system=True,
         )
         self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
-        self._blocks = self._guard.sees and self._guard.counter.blocking
+        self._blocks = self._guard.reaches_model and self._guard.counter.blocking
         # The chat model and the tools seen last, and whether that model takes a system
         # message mid-conversation: reminders are stored in the form it takes.
         self._model: object = None

@@ -39,7 +39,7 @@ from repeat_reminder_langchain._counter import (
     Call,
     CallTrace,
     Count,
-    Counter,
+    LoopCounter,
     Record,
     Turn,
     read_record,
@@ -320,17 +320,19 @@ def count(
     calls: list[Call],
     config: ReminderConfig = CONFIG,
     *,
-    sees: bool = True,
+    reaches_model: bool = True,
     trace: list[CallTrace] | None = None,
 ) -> Count:
     observe = None if trace is None else trace.append
-    return Counter(config).count(record, Turn(turn, tuple(calls)), sees=sees, observe=observe)
+    return LoopCounter(config).count(
+        record, Turn(turn, tuple(calls)), reaches_model=reaches_model, observe=observe
+    )
 
 
 def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Record, list[Any]]:
     record: Record = {}
     found: list[Any] = []
-    counter = Counter(config)
+    counter = LoopCounter(config)
     for number, calls in enumerate(turns):
         counted = counter.count(record, Turn(f"turn-{number}", tuple(calls)))
         assert counted.record is not None

@@ -22,7 +22,7 @@ from repeat_reminder_langchain._conversation import (
     read_state,
     read_turn,
 )
-from repeat_reminder_langchain._counter import NOTHING, Count, Counter, Record, Turn
+from repeat_reminder_langchain._counter import NOTHING, Count, LoopCounter, Record, Turn
 from repeat_reminder_langchain.canonical import canonicalize, digest
 from repeat_reminder_langchain.messages import (
     blocked_result,
@@ -48,15 +48,17 @@ def counted(
     config: ReminderConfig = CONFIG,
     policies: Any = None,
     *,
-    sees: bool = True,
+    reaches_model: bool = True,
     end: int | None = None,
     trace: list[Any] | None = None,
 ) -> Count:
     """A face's count: the conversation read, then counted."""
     record = record or {}
-    read = read_turn(messages, record.get("turn", ""), end, Counter(config).not_user)
+    read = read_turn(messages, record.get("turn", ""), end, LoopCounter(config).not_user)
     observe = None if trace is None else trace.append
-    return Counter(config).count(record, read, policies, sees=sees, observe=observe)
+    return LoopCounter(config).count(
+        record, read, policies, reaches_model=reaches_model, observe=observe
+    )
 
 
 def kept(messages: list[Any], record: Record | None = None, **kwargs: Any) -> Record:
@@ -78,7 +80,7 @@ def predict(
     position = next((i for i, c in enumerate(pending.calls) if c.id == call_id), None)
     if position is None:
         return None
-    return Counter(config).predict(record, pending, position, policies)
+    return LoopCounter(config).predict(record, pending, position, policies)
 
 
 def _digest(args: Any) -> str:
@@ -94,7 +96,7 @@ def test_the_latest_turn_is_read_with_its_results_in_call_order() -> None:
     ]
     found = latest(messages)
     assert found.id == "#1:a\x1fb" and not found.waiting
-    assert [(c.id, c.tool, c.result, c.error) for c in found.calls] == [
+    assert [(c.id, c.tool, c.result, c.failed) for c in found.calls] == [
         ("a", "probe", "first", False),
         ("b", "probe", "second", True),
     ]
@@ -130,7 +132,7 @@ def test_the_guards_refusal_of_a_call_tells_nothing_and_any_other_result_is_read
     messages = [turn(call("probe", None, "x"), *more), answer, *(result(c["id"]) for c in more)]
     found = latest(messages)
     assert not found.waiting
-    assert [(c.result, c.error) for c in found.calls] == [read] + [("ok", False)] * others
+    assert [(c.result, c.failed) for c in found.calls] == [read] + [("ok", False)] * others
 
 
 def test_calls_sharing_an_id_each_take_one_result_in_order() -> None:
@@ -248,7 +250,7 @@ def test_invalid_calls_count_after_the_valid_ones_and_never_collide_with_them() 
         ],
     )
     found = latest([message, result("d", "Error: bad json", status="error")])
-    assert [(c.id, c.tool, c.args, c.result, c.error) for c in found.calls] == [
+    assert [(c.id, c.tool, c.args, c.result, c.failed) for c in found.calls] == [
         ("", "probe", {}, None, False),
         ("", "probe", "{bad", None, False),
         ("d", "probe", "{bad", "Error: bad json", True),
@@ -406,7 +408,7 @@ def test_the_guards_reminder_after_a_turn_is_not_the_user_speaking() -> None:
 def test_a_reminder_drawn_is_taken_to_reach_the_model_unless_told_otherwise() -> None:
     messages = [turn(call("probe", None, "a"), call("probe", None, "b")), result("a"), result("b")]
     assert kept(messages)["reminded"]
-    assert not kept(messages, sees=False)["reminded"]
+    assert not kept(messages, reaches_model=False)["reminded"]
 
 
 def test_the_guards_own_messages_and_summaries_are_not_the_user() -> None:
@@ -544,6 +546,6 @@ def test_a_user_role_message_the_configuration_says_is_not_the_user_resets_nothi
     assert kept(messages, record, config=harness)["count"] == 2
     by_function = ReminderConfig(thresholds=[2], not_user=lambda text: "EXACTLY" in text)
     assert kept(messages, record, config=by_function)["count"] == 2
-    assert is_user_message(HumanMessage("hello"), Counter(harness).not_user)
-    assert not is_user_message(feedback, Counter(harness).not_user)
-    assert not is_user_message(feedback, Counter(by_function).not_user)
+    assert is_user_message(HumanMessage("hello"), LoopCounter(harness).not_user)
+    assert not is_user_message(feedback, LoopCounter(harness).not_user)
+    assert not is_user_message(feedback, LoopCounter(by_function).not_user)

@@ -11,7 +11,7 @@ from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import (
     Call,
     CallTrace,
-    Counter,
+    LoopCounter,
     Record,
     RecordError,
     Turn,
@@ -46,9 +46,9 @@ def test_no_turn_to_count_leaves_the_record_as_it_is() -> None:
     first = count({}, "t", [c("a")])
     assert first.record is not None
     for waiting in (False, True):
-        again = Counter(CONFIG).count(first.record, Turn("", (c("b"),), waiting=waiting))
+        again = LoopCounter(CONFIG).count(first.record, Turn("", (c("b"),), waiting=waiting))
         assert (again.record, list(again.followups)) == (None, [])
-        pending = Counter(CONFIG).count(first.record, Turn("u", (c("b"),), waiting=True))
+        pending = LoopCounter(CONFIG).count(first.record, Turn("u", (c("b"),), waiting=True))
         assert pending.record is None  # counted once every result is in
 
 
@@ -77,13 +77,13 @@ def test_the_longest_run_on_a_tie_is_the_same_tool_in_tally_and_stats() -> None:
 
 def test_reset_clears_the_record_but_keeps_the_turn_and_what_is_stored() -> None:
     config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
-    counted = count({"system": True}, "t", [c(result="x", error=True)] * 2, config)
+    counted = count({"system": True}, "t", [c(result="x", failed=True)] * 2, config)
     assert counted.record is not None
     memories = counted.record["detectors"]
     assert counted.record["reminded"] and memories["stale"] and memories["same_error"]
     plain = ReminderConfig(thresholds=[2], detect=["repeat", "stale"])
-    assert Counter(plain).reset(counted.record) == {"turn": "t", "system": True}
-    assert Counter(config).reset({"turn": "t", "count": 3}) == {"turn": "t"}
+    assert LoopCounter(plain).reset(counted.record) == {"turn": "t", "system": True}
+    assert LoopCounter(config).reset({"turn": "t", "count": 3}) == {"turn": "t"}
 
 
 def test_the_reminder_quotes_the_capped_canonical_arguments() -> None:
@@ -99,7 +99,7 @@ def test_followups_say_whether_the_model_changed_course_after_a_reminder_it_saw(
     assert seen is not None and seen["reminded"]
     assert count(seen, "u", [c(tool="other")], config).followups == [True]
     assert count(seen, "u", [c()], config).followups == [False]
-    unseen = count({}, "t", [c(), c()], config, sees=False).record
+    unseen = count({}, "t", [c(), c()], config, reaches_model=False).record
     assert unseen is not None and not unseen["reminded"]
     assert list(count(unseen, "u", [c()], config).followups) == []
 
@@ -139,11 +139,11 @@ def test_a_turn_of_untracked_calls_leaves_a_record_that_reads_back_with_nothing_
     assert record == {"turn": "t", **empty} and read_record(record) == record
     # A model that answered after a reminder it saw recovered, whatever it calls next.
     answered = Turn("u", (c(tool="todo"),), answered=True)
-    counted = Counter(config).count({"reminded": True}, answered)
+    counted = LoopCounter(config).count({"reminded": True}, answered)
     assert counted.followups == [True] and counted.record == {"turn": "u", **empty}
     # The user spoke before: the reminder they had seen is behind them.
     spoke = Turn("v", (c(tool="todo"),), spoke_before=True)
-    assert Counter(config).count({"reminded": True}, spoke).record == {"turn": "v", **empty}
+    assert LoopCounter(config).count({"reminded": True}, spoke).record == {"turn": "v", **empty}
 
 
 def test_ignored_arguments_are_left_out_with_every_detector_on() -> None:
@@ -166,9 +166,12 @@ def test_one_reminder_per_call_repeat_first_then_same_error_then_stale() -> None
         stale_thresholds=[2],
         same_error_thresholds=[2],
     )
-    both = [[c(result="e", error=True)], [c(result="e", error=True)]]
+    both = [[c(result="e", failed=True)], [c(result="e", failed=True)]]
     assert play(both, everything)[1] == [("repeat", "gentle", "probe", 2)]
-    apart = [[c(args={"n": 1}, result="e", error=True)], [c(args={"n": 2}, result="e", error=True)]]
+    apart = [
+        [c(args={"n": 1}, result="e", failed=True)],
+        [c(args={"n": 2}, result="e", failed=True)],
+    ]
     assert play(apart, everything)[1] == [("same_error", "gentle", "probe", 2)]
 
 
@@ -176,8 +179,8 @@ def test_a_failure_streak_that_overshoots_the_limit_in_one_turn_says_how_far_it_
     config = ReminderConfig(
         thresholds=[2], detect=["repeat", "same_error"], same_error_thresholds=[2], escalate_after=3
     )
-    failing = [c(args={"n": n}, result="Error: no", error=True) for n in range(5)]
-    counted = count({}, "t", [*failing, c(tool="other", result="Error: no", error=True)], config)
+    failing = [c(args={"n": n}, result="Error: no", failed=True) for n in range(5)]
+    counted = count({}, "t", [*failing, c(tool="other", result="Error: no", failed=True)], config)
 
     assert counted.escalation is not None
     assert (counted.escalation.detector, counted.escalation.count) == ("same_error", 5)
@@ -185,7 +188,7 @@ def test_a_failure_streak_that_overshoots_the_limit_in_one_turn_says_how_far_it_
 
 def test_a_blocked_call_sent_again_in_a_later_turn_ends_the_run() -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3, exit_behavior="block")
-    counter = Counter(config)
+    counter = LoopCounter(config)
     refused = counter.count({}, Turn("t1", (c("a"), c("b"), c("c"), c("d"))))
     assert refused.escalation is not None
     assert (refused.escalation.behavior, refused.escalation.count) == ("block", 4)
@@ -236,8 +239,8 @@ def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else()
         count({}, "t", calls, config, trace=trace)
         return [entry.escalation is not None for entry in trace]
 
-    identical = [c(str(n), result="e", error=True) for n in range(5)]
-    varied = [c(str(n), args={"n": n}, result="e", error=True) for n in range(5)]
+    identical = [c(str(n), result="e", failed=True) for n in range(5)]
+    varied = [c(str(n), args={"n": n}, result="e", failed=True) for n in range(5)]
     assert escalated("block", identical) == [False, False, True, True, True]
     # A failure count depends on results, unknown before a call runs: it is never blocked.
     assert escalated("block", varied) == [False] * 5
@@ -249,7 +252,7 @@ def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else()
 
 def test_a_record_survives_its_stored_form() -> None:
     config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
-    record = play([[c(result="e", error=True)]] * 2, config)[0]
+    record = play([[c(result="e", failed=True)]] * 2, config)[0]
     assert sorted(record["detectors"]) == ["same_error", "stale"] and record["reminded"]
     assert read_record(record) == record
     assert read_record({}) == {}
@@ -358,14 +361,14 @@ def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -
 
 def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_starts_over() -> None:
     config = ReminderConfig(thresholds=[2], detect=["repeat", "stale", "same_error"])
-    failing = [c("a", result="Error: no", error=True)] * 2
+    failing = [c("a", result="Error: no", failed=True)] * 2
     record = count({}, "t", failing, config).record
     assert record is not None
-    assert Counter(config).reset(record) == {
+    assert LoopCounter(config).reset(record) == {
         "turn": "t",
         "detectors": {"same_error": record["detectors"]["same_error"]},
     }
-    spoke = Counter(config).count(
-        record, Turn("u", (c("b", result="Error: no", error=True),), spoke_before=True)
+    spoke = LoopCounter(config).count(
+        record, Turn("u", (c("b", result="Error: no", failed=True),), spoke_before=True)
     )
     assert [(r.detector, r.count) for r in spoke.reminders] == [("same_error", 3)]

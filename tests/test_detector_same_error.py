@@ -13,8 +13,8 @@ from .helpers import c, count, play
 ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_pattern="^Error")
 
 
-def failed(key: str = "k", text: str = "Error: no", *, error: bool = False) -> Seen:
-    return Seen("probe", key, 1, text, error, text)
+def failed(key: str = "k", text: str = "Error: no", *, marked: bool = False) -> Seen:
+    return Seen("probe", key, 1, text, marked, text)
 
 
 # -- the part on its own ----------------------------------------------------------------------
@@ -25,12 +25,12 @@ def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() ->
     memory = part.start({})
     assert part.see(memory, failed("a")) == 1
     assert part.see(memory, failed("b")) == 2  # other arguments, the same error
-    assert part.see(memory, failed("c", "boom", error=True)) == 1  # another error
+    assert part.see(memory, failed("c", "boom", marked=True)) == 1  # another error
     assert part.details(memory, lambda text: text[:2]) == {"error": "bo", "variants": 1}
     kept = part.keep(memory)
     assert kept is not None
     assert sorted(kept) == ["error", "failures", "tool", "variants"]
-    assert part.see(part.start(kept), failed("d", "boom", error=True)) == 2  # read back
+    assert part.see(part.start(kept), failed("d", "boom", marked=True)) == 2  # read back
     assert part.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
     assert part.keep(memory) is None
 
@@ -39,14 +39,14 @@ def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
     part = SameError(ReminderConfig(detect=["same_error"]))
     memory = part.start({})
     assert part.see(memory, failed()) is None
-    assert part.see(memory, failed(error=True)) == 1
+    assert part.see(memory, failed(marked=True)) == 1
 
 
 # -- through the counter ----------------------------------------------------------------------
 
 
 def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets() -> None:
-    turns = [[c(args={"n": n % 2}, result="boom", error=True)] for n in range(3)]
+    turns = [[c(args={"n": n % 2}, result="boom", marked=True)] for n in range(3)]
     trace: list[CallTrace] = []
     record: Record = {}
     for number, calls in enumerate(turns):
@@ -64,7 +64,7 @@ def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets(
     # What the events, logs and audit show of it: the call's arguments, digest and place.
     assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])
     more = ReminderConfig(detect=["same_error"], same_error_thresholds=[3, 4])
-    failing = c(args={"n": 1}, result="boom", error=True)
+    failing = c(args={"n": 1}, result="boom", marked=True)
     beside = count(record, "t3", [c(tool="other"), failing], more)
     assert [(r.count, r.position) for r in beside.reminders] == [(4, 1)]
     assert "seen" not in record  # `stale` is off: nothing of it is kept

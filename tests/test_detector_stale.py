@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import Counter, Record, Turn
+from repeat_reminder_langchain._counter import LoopCounter, Record, Turn
 from repeat_reminder_langchain.detectors import STALE_MEMORY, Seen
 from repeat_reminder_langchain.detectors.stale import Stale
 
@@ -97,7 +97,7 @@ def test_a_call_that_returns_something_new_starts_every_stale_count_over() -> No
     record, reminders = play([[a], [b], [changed], [a], [again], [a]], STALE)
     assert reminders == [] and record["detectors"]["stale"]["changes"] == 2
     # The user speaking forgets the changes with the rest.
-    assert "detectors" not in Counter(STALE).reset(record)
+    assert "detectors" not in LoopCounter(STALE).reset(record)
 
 
 def test_results_that_are_not_text_are_told_apart_by_their_content() -> None:
@@ -122,7 +122,7 @@ def test_a_result_other_calls_return_too_is_no_evidence_that_nothing_changed() -
     assert play([[a], [b], [a]], STALE)[1] == [("stale", "gentle", "probe", 2)]
     # Another call with a result of its own, remembered, is no such evidence either.
     record: Record = {"detectors": {"stale": {"calls": {"x": ["other result", 1, 0]}}}}
-    counted = Counter(STALE).count(record, Turn("t1", (a,)))
+    counted = LoopCounter(STALE).count(record, Turn("t1", (a,)))
     assert counted.record is not None
-    counted = Counter(STALE).count(counted.record, Turn("t2", (a,)))
+    counted = LoopCounter(STALE).count(counted.record, Turn("t2", (a,)))
     assert [(r.detector, r.count) for r in counted.reminders] == [("stale", 2)]

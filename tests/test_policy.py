@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, ValidationError, field_validator
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import Counter
+from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain.policy import (
     Rules,
     ToolPolicies,
@@ -214,7 +214,7 @@ def test_learnt_policies_stay_bounded() -> None:
 
 
 def test_a_counter_resolves_a_tools_rules_once_per_policy_and_stays_bounded() -> None:
-    counter = Counter(ReminderConfig())
+    counter = LoopCounter(ReminderConfig())
     first = counter.rules("grep")
     assert counter.rules("grep") is first
     own = ToolPolicy(thresholds=(4,))

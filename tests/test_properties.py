@@ -18,7 +18,7 @@ from langchain_core.tools import StructuredTool
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
 from repeat_reminder_langchain._conversation import read_turn
-from repeat_reminder_langchain._counter import Counter, Record, read_record
+from repeat_reminder_langchain._counter import LoopCounter, Record, read_record
 from repeat_reminder_langchain.canonical import (
     _ORJSON_OPTIONS,
     _pure_text,
@@ -243,7 +243,7 @@ class StreaksMachine(RuleBasedStateMachine):
     @initialize(detect=st.sampled_from(DETECT))
     def start(self, detect: tuple[str, ...]) -> None:
         self.messages: list[BaseMessage] = [HumanMessage("go")]
-        self.counter = Counter(ReminderConfig(detect=detect, **SETTINGS))
+        self.counter = LoopCounter(ReminderConfig(detect=detect, **SETTINGS))
         self.record: Record = {}
         self.reference = Reference(detect)
         self.ids = itertools.count()

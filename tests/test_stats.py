@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain._counter import Call, Count, Counter, Turn
+from repeat_reminder_langchain._counter import Call, Count, LoopCounter, Turn
 from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
 from repeat_reminder_langchain.tooling.demo import run_demo
@@ -140,5 +140,5 @@ def test_the_longest_streak_is_the_first_to_reach_the_greatest_length(
 def test_no_longest_streak_before_a_call_is_repeated() -> None:
     stats = Stats()
     once = Turn("t", (Call("a", "grep", {"q": 1}),))
-    stats.add(Counter(ReminderConfig()).count({}, once), delivered=True)
+    stats.add(LoopCounter(ReminderConfig()).count({}, once), delivered=True)
     assert stats.snapshot()["longest_streak"] is None

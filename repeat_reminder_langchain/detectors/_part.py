@@ -26,7 +26,7 @@ class Seen(NamedTuple):
         key: The fingerprint of the call's canonical arguments.
         streak: How many identical calls in a row it makes (the counter's run).
         result: The call's result; None when unknown.
-        error: Whether the result was marked as an error.
+        failed: Whether the result was marked as an error.
         text: The result's text ("" when unknown).
         outcome: The fingerprint of the result ("" when unknown or not needed).
     """
@@ -35,7 +35,7 @@ class Seen(NamedTuple):
     key: str
     streak: int
     result: object = None
-    error: bool = False
+    failed: bool = False
     text: str = ""
     outcome: str = ""
 

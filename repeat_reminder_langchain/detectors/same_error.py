@@ -70,7 +70,7 @@ class SameError(Part):
     @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
         pattern = self._pattern
-        if not (seen.error or (pattern is not None and pattern.search(seen.text) is not None)):
+        if not (seen.failed or (pattern is not None and pattern.search(seen.text) is not None)):
             memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
             return None
         error, short = digest(seen.text), seen.key[:8]

@@ -9,7 +9,7 @@ from typing import Literal, NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from .._conversation import read_turn
-from .._counter import Call, CallTrace, Counter, Record
+from .._counter import Call, CallTrace, LoopCounter, Record
 from ..canonical import canonicalize
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
@@ -76,7 +76,7 @@ def replay(
     run time. The reminders are the ones the guard would send under `config`, whatever the
     conversation holds.
     """
-    counter = Counter(config)
+    counter = LoopCounter(config)
     record: Record = {}
     looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
     for number, end in enumerate((*looks[1:], len(messages))):
