@@ -46,7 +46,7 @@ def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
 
 
 def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets() -> None:
-    turns = [[c(args={"n": n % 2}, result="boom", marked=True)] for n in range(3)]
+    turns = [[c(args={"n": n % 2}, result="boom", failed=True)] for n in range(3)]
     trace: list[CallTrace] = []
     record: Record = {}
     for number, calls in enumerate(turns):
@@ -64,7 +64,7 @@ def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets(
     # What the events, logs and audit show of it: the call's arguments, digest and place.
     assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])
     more = ReminderConfig(detect=["same_error"], same_error_thresholds=[3, 4])
-    failing = c(args={"n": 1}, result="boom", marked=True)
+    failing = c(args={"n": 1}, result="boom", failed=True)
     beside = count(record, "t3", [c(tool="other"), failing], more)
     assert [(r.count, r.position) for r in beside.reminders] == [(4, 1)]
     assert "seen" not in record  # `stale` is off: nothing of it is kept
