@@ -27,7 +27,7 @@ from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, re
 from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
 from .events import Delivery, Report
-from .messages import escalation_message, reminder_message
+from .messages import escalation_message, reminder_message, stored_as_user_turns
 from .metrics import metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, Escalation
@@ -132,7 +132,7 @@ class Guard:
         where: Any,
         conversation: Sequence[BaseMessage] | Turn,
         *,
-        message_type: Literal["system", "human"] | None = None,
+        keeps_system: bool | None = None,
         run_config: RunnableConfig | None = None,
         delivery: Delivery = "sent",
         answer_only: bool = False,
@@ -142,7 +142,9 @@ class Guard:
         Args:
             where: Where the record is, as the face's `records` finds it.
             conversation: The conversation, or the turn a face read from it.
-            message_type: The type of the reminder message (default: the configuration's).
+            keeps_system: Whether the model takes a system message mid-conversation (None:
+                not known yet). When it does not, reminders are added as user turns, and the
+                ones a record says were stored as system messages are rewritten as such.
             run_config: The config of the run the step is for (None: the current graph run's).
             delivery: `"undelivered"` for a face that cannot add messages: then nothing is
                 acted on, and the step reports its reminders as not delivered.
@@ -153,11 +155,15 @@ class Guard:
         record = records.read(where)
         if answer_only and not record.get("reminded"):
             return None  # most runs: no reminder waits for its answer
+        # Stored system reminders to rewrite, now that the model is known not to take them.
+        converts = keeps_system is False and record.get("system", False) and not answer_only
         if type(conversation) is Turn:
             turn = conversation
         else:
             turn = read_turn(conversation, record.get("turn", ""), not_user=self.counter.not_user)  # type: ignore[arg-type]
-            if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
+            if (turn is NOTHING and not converts) or (
+                answer_only and (turn.id or not turn.answered)
+            ):
                 return None
         sent = delivery == "sent"
         found = self.counter.count(
@@ -167,13 +173,26 @@ class Guard:
         if quiet or not sent:
             # Most turns: nothing to tell, only the record to keep. (A face that cannot add
             # messages acts on nothing, and reports what it found as not delivered.)
-            update = {} if found.record is None else records.write(where, found.record)
+            messages: list[BaseMessage] = []
+            if found.record is None and not converts:
+                update: dict[str, Any] = {}
+            else:
+                record = found.record or record
+                update, messages = self._keep(where, record, [], conversation, converts=converts)
             if quiet:
                 told = _make(Report, (found, self.stats, self.config, delivery, None, None))
             else:
                 told = self._told(found, delivery, run_config or current_run_config())
-            return _make(Step, (found, update, [], False, None, told, turn))
-        return self._act(where, found, turn, message_type, run_config or current_run_config())
+            return _make(Step, (found, update, messages, False, None, told, turn))
+        return self._act(
+            where,
+            found,
+            turn=turn,
+            conversation=conversation,
+            converts=converts,
+            kind="human" if keeps_system is False else self.config.message_type,
+            run_config=run_config or current_run_config(),
+        )
 
     def _told(self, found: Count, delivery: Delivery, run_config: RunnableConfig | None) -> Report:
         """What a turn with something due reports, from the run it is in."""
@@ -183,8 +202,11 @@ class Guard:
         self,
         where: Any,
         found: Count,
+        *,
         turn: Turn,
-        message_type: Literal["system", "human"] | None,
+        conversation: Sequence[BaseMessage] | Turn,
+        converts: bool,
+        kind: Literal["system", "human"],
         run_config: RunnableConfig | None,
     ) -> Step:
         """The reminders to add, or the escalation to carry out, for a count with something due.
@@ -203,7 +225,6 @@ class Guard:
             pass
         elif escalation is None or escalation.behavior == "block":
             if found.reminders:
-                kind = message_type or self.config.message_type
                 messages = [reminder_message(found.reminders, kind)]
         elif escalation.behavior == "error":
             stop = RepeatToolLoopError(escalation, told.thread)
@@ -214,10 +235,30 @@ class Guard:
             messages, end = [escalation_message(escalation)], True
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
-            if self.marks_system and any(message.type == "system" for message in messages):
-                record = {**record, "system": True}
-            update = self.records.write(where, record)
+            update, messages = self._keep(where, record, messages, conversation, converts=converts)
         return Step(found, update, messages, end, stop, None if answered else told, turn)
+
+    def _keep(
+        self,
+        where: Any,
+        record: Record,
+        messages: list[BaseMessage],
+        conversation: Sequence[BaseMessage] | Turn,
+        *,
+        converts: bool,
+    ) -> tuple[dict[str, Any], list[BaseMessage]]:
+        """The state update that keeps the record, and the messages to add with it.
+
+        Where reminders may be stored as system messages (the middleware's records), the
+        record says so; once the model is known not to take them (`converts`), the stored
+        ones are rewritten as user turns, replacing them by id, and the record says so no more.
+        """
+        if converts:
+            messages = [*stored_as_user_turns(conversation), *messages]  # type: ignore[arg-type]
+            record = {**record, "system": False}
+        elif self.marks_system and any(message.type == "system" for message in messages):
+            record = {**record, "system": True}
+        return self.records.write(where, record), messages
 
     def _ask(
         self, record: Record, escalation: Escalation

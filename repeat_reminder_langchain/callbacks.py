@@ -299,7 +299,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             # Most model calls: the node counted the turn already. A model reading a reminder
             # is watched to its end: an answer then is a recovery, which no count would see
             # if the run ends with it.
-            if self.records.read(key).get("reminded") and _reads_reminder(messages[0]):
+            if _reads_reminder(messages[0]) and self.records.read(key).get("reminded"):
                 self._answering[run_id.int] = key
                 if len(self._answering) > self.max_runs:  # a run whose end never came
                     with contextlib.suppress(RuntimeError, StopIteration, KeyError):

@@ -27,6 +27,7 @@ __all__ = [
     "keeps_system_messages",
     "prepare_messages",
     "reminder_message",
+    "stored_as_user_turns",
 ]
 
 
@@ -92,6 +93,11 @@ def as_user_turn(message: BaseMessage) -> HumanMessage:
         id=message.id,
         additional_kwargs=message.additional_kwargs,
     )
+
+
+def stored_as_user_turns(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The system reminders stored in `messages`, as the user turns that replace them (same ids)."""
+    return [as_user_turn(m) for m in messages if m.type == "system" and is_reminder(m) and m.id]
 
 
 def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[BaseMessage]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, cast
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -17,7 +17,7 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import AnyMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
@@ -29,8 +29,8 @@ from ._guard import Guard, StateStore, Step, instance_name
 from ._wiring import Misplaced
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import Dispatch, report
-from .messages import as_user_turn, blocked_result, keeps_system_messages, prepare_messages
-from .reminder import LOGGER_NAME, SOURCE, is_reminder
+from .messages import blocked_result, keeps_system_messages, prepare_messages
+from .reminder import LOGGER_NAME, SOURCE
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -270,10 +270,8 @@ class RepeatToolReminderMiddleware(
     ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
         """The turn's state update, what stops the run, and the events still to be awaited."""
         try:
-            step = self._guard.step(state, state["messages"], message_type=self._message_type())
+            step = self._guard.step(state, state["messages"], keeps_system=self._keeps_system)
             update = None if step is None else self._update(step)
-            if self._keeps_system is False and self._stored_system(state):
-                update = self._converted(state, update or {})
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None, None, []
@@ -306,21 +304,6 @@ class RepeatToolReminderMiddleware(
         if step.end:
             update["jump_to"] = "end"
         return update
-
-    def _converted(self, state: Any, update: dict[str, Any]) -> dict[str, Any]:
-        """The update, with the stored system reminders rewritten as user turns.
-
-        Now that the model is known not to take them; the same ids replace the stored ones.
-        """
-        kept = update.get(SOURCE, {}).get(self._name) or self._store.read(state)
-        update.update(self._store.write(state, {**kept, "system": False}))
-        update["messages"] = [*_as_user_turns(state["messages"]), *update.get("messages", ())]
-        return update
-
-    def _message_type(self) -> Literal["system", "human"]:
-        if self.config.message_type == "system" and self._keeps_system is False:
-            return "human"
-        return self.config.message_type
 
     # -- model calls ----------------------------------------------------------------------
 
@@ -369,8 +352,3 @@ class RepeatToolReminderMiddleware(
             logger.exception("repeat reminder check failed; the call runs")
             return None
         return None if escalation is None else blocked_result(escalation, call_id)
-
-
-def _as_user_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """The stored system reminders, as the user turns that replace them."""
-    return [as_user_turn(m) for m in messages if m.type == "system" and is_reminder(m) and m.id]
