@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain.replay import Replayed, replay
 from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
-from repeat_reminder_langchain.tooling.transcript import Replayed, replay
 
 __all__ = [
     "CORPUS",

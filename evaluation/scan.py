@@ -29,7 +29,7 @@ from typing import Literal
 
 from repeat_reminder_langchain import canonicalize
 from repeat_reminder_langchain.canonical import result_text
-from repeat_reminder_langchain.tooling.transcript import Replayed
+from repeat_reminder_langchain.replay import Replayed
 
 from .run import ERROR_PATTERN
 

@@ -446,12 +446,12 @@ def test_the_quickstart_gives_the_demo_and_the_tests() -> None:
     assert {"make demo", "make test"} <= set(commands)
 
 
-TOOLING = "repeat_reminder_langchain.tooling."
+SUPPORTED_MODULES = ("repeat_reminder_langchain.tooling.", "repeat_reminder_langchain.replay.")
 
 
 def test_the_api_reference_documents_every_exported_name() -> None:
     documented = re.findall(r"^::: ([\w.]+)$", text(DOCS / "reference.md"), re.MULTILINE)
-    exported = [path for path in documented if not path.startswith(TOOLING)]
+    exported = [path for path in documented if not path.startswith(SUPPORTED_MODULES)]
     by_name = {path.rpartition(".")[2]: path for path in exported}
     assert sorted(by_name) == sorted(set(package.__all__) - {"__version__"})
     for name_, path in by_name.items():
@@ -459,7 +459,7 @@ def test_the_api_reference_documents_every_exported_name() -> None:
         assert getattr(__import__(module, fromlist=[attribute]), attribute) is getattr(
             package, name_
         )
-    # The supported tooling: each name is its module's own, and exported by it.
+    # The supported tooling and replay: each name is exported by its module.
     for path in set(documented) - set(exported):
         module, _, attribute = path.rpartition(".")
         assert attribute in __import__(module, fromlist=[attribute]).__all__, path

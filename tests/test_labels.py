@@ -34,9 +34,8 @@ from evaluation.labels import (
 from evaluation.run import load, replay_all
 from evaluation.scan import SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import Call
+from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling.logs import Conversation
-from repeat_reminder_langchain.tooling.transcript import Replayed
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FILES = sorted(LABELS.glob("*.labels.jsonl"))

@@ -5,6 +5,9 @@ detectors, the reminders' words) imports nothing from LangChain; the translation
 conversation and the core sits on it; reporting on those; the faces (the guard step, the
 wiring warnings and the three faces) on all of these; the tooling on top, imported by nothing
 below it. No module imports one that imports it back, even for types only.
+
+A name that starts with an underscore stays in its room: the tooling and `evaluation/` reach
+the guard through public modules and names, as a user's script would.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ ROOMS = {
         "policy",
         "reminder",
     },
-    "translation": {"_conversation", "messages"},
+    "translation": {"_conversation", "messages", "replay"},
     "reporting": {"events", "metrics", "stats"},
     "faces": {"_guard", "_wiring", "callbacks", "graph", "middleware", "prebuilt"},
     "tooling": {
@@ -42,9 +45,11 @@ ROOMS = {
         "tooling.checkpointer",
         "tooling.cli",
         "tooling.demo",
+        "tooling.findings",
         "tooling.logs",
         "tooling.progress",
         "tooling.report",
+        "tooling.tables",
         "tooling.transcript",
         "tooling.viz",
     },
@@ -133,3 +138,42 @@ def test_no_module_imports_one_that_imports_it_back() -> None:
                 seen.add(module)
                 stack.extend(edges[module])
     assert circles == set()
+
+
+def _private(imported: str) -> bool:
+    return any(part.startswith("_") for part in imported.lstrip(".").split("."))
+
+
+def _names_imported(path: Path) -> set[str]:
+    """Every `module.name` a file imports from this package, at any depth, by absolute path."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE.name):
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_tooling_imports_no_private_name_from_the_rooms_below() -> None:
+    # `_install` is the package's own install hint, not a piece of the guard.
+    reached = {
+        (module, imported[1:])
+        for module, imports in IMPORTS.items()
+        if ROOM.get(module) == "tooling"
+        for imported in imports
+        if imported.startswith(".")
+        and ROOM.get(imported[1:]) != "tooling"
+        and _private(imported)
+        and imported != "._install"
+    }
+    assert reached == set()
+
+
+def test_the_evaluation_imports_no_private_name_of_the_package() -> None:
+    evaluation = PACKAGE.parent / "evaluation"
+    reached = {
+        (path.name, imported)
+        for path in sorted(evaluation.glob("*.py"))
+        for imported in _names_imported(path)
+        if _private(imported.removeprefix(PACKAGE.name))
+    }
+    assert reached == set()

@@ -57,10 +57,11 @@ def test_the_site_builds_strict(site: Path) -> None:
 
 def test_the_api_reference_renders_every_exported_name(site: Path) -> None:
     # tests/test_docs.py checks that docs/reference.md names each exported object by its path,
-    # and each supported name of the tooling.
+    # and each supported name of the tooling and of `replay`.
     source = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     paths = re.findall(r"^::: ([\w.]+)$", source, re.MULTILINE)
-    exported = [path for path in paths if not path.startswith("repeat_reminder_langchain.tooling.")]
+    supported = ("repeat_reminder_langchain.tooling.", "repeat_reminder_langchain.replay.")
+    exported = [path for path in paths if not path.startswith(supported)]
     assert {path.rpartition(".")[2] for path in exported} == set(package.__all__) - {"__version__"}
     assert "repeat_reminder_langchain.tooling.viz.plot_timeline" in paths
     rendered = (site / "reference" / "index.html").read_text(encoding="utf-8")

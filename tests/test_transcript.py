@@ -1,14 +1,14 @@
-"""Reading a finished conversation: transcript rows, summaries, and the replay of the guard."""
+"""Reading a finished conversation: transcript rows and summaries."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain.replay import replay
 from repeat_reminder_langchain.tooling.demo import run_demo
 from repeat_reminder_langchain.tooling.transcript import (
     format_transcript,
-    replay,
     summarize,
     transcript_rows,
 )
@@ -73,29 +73,6 @@ def test_summary_counts_streaks_as_the_guard_does() -> None:
     summary = summarize(messages, config)  # type: ignore[arg-type]
     assert (summary.calls, summary.reminders, summary.longest) == (6, 0, ("grep", 3))
     assert summarize([HumanMessage("hi")]).longest is None
-
-
-def test_replay_counts_a_turn_with_reused_call_ids_again() -> None:
-    def turn(n: int) -> list[object]:
-        call = {"name": "grep", "args": {}, "id": "call_0"}
-        return [
-            AIMessage("", tool_calls=[call], id=f"m{n}"),
-            ToolMessage("r", tool_call_id="call_0"),
-        ]
-
-    messages = [HumanMessage("go"), *turn(1), *turn(2), *turn(3)]
-    streaks = [r.trace.streak for r in replay(messages, ReminderConfig()) if r.trace]  # type: ignore[arg-type]
-    assert streaks == [1, 2, 3]
-
-
-def test_replay_gives_the_reminders_the_guard_would_send() -> None:
-    messages = run_demo(None)
-    found = [
-        (r.trace.reminder.level, r.trace.reminder.count)
-        for r in replay(messages, ReminderConfig())
-        if r.trace is not None and r.trace.reminder is not None
-    ]
-    assert found == [("gentle", 3), ("detailed", 5), ("detailed", 8)]
 
 
 def test_a_summary_reads_as_one_line_and_a_stray_reminder_marks_nothing() -> None:

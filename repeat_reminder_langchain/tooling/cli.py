@@ -405,7 +405,7 @@ def _option_problem(line: str) -> str:
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:
     """Why `--fail-on` is met, or None."""
-    from .audit import plural
+    from .tables import plural
 
     if fail_on is None:
         return None
@@ -436,9 +436,10 @@ def _sources(args: argparse.Namespace) -> None:
 
 
 def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
-    from .audit import Auditor, format_audit
+    from .audit import Auditor
     from .logs import LogError
     from .progress import ProgressBar
+    from .tables import format_audit
 
     _sources(args)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)

@@ -40,6 +40,7 @@ from ..escalation import RepeatToolLoopError
 from ..graph import RepeatToolReminderNode
 from ..reminder import SOURCE, is_reminder, tag_of
 from ..stats import StatsSnapshot
+from .tables import plural
 
 __all__ = [
     "QUESTION",
@@ -309,10 +310,6 @@ def run_demo(
     return list(result["messages"])
 
 
-def _plural(number: int, word: str) -> str:
-    return f"{number} {word}{'' if number == 1 else 's'}"
-
-
 def _by_level(reminders: dict[str, dict[str, int]]) -> str:
     if not reminders:
         return "none"
@@ -338,7 +335,7 @@ def format_stats(stats: StatsSnapshot) -> str:
         for name, counts in stats["detectors"].items()
     )
     parts = [
-        f"{_plural(stats['calls'], 'call')} counted",
+        f"{plural(stats['calls'], 'call')} counted",
         f"delivered {_by_level(stats['reminders'])}",
         f"undelivered {_by_level(stats['undelivered'])}",
     ]
@@ -361,15 +358,15 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
     longest = f"{summary.longest[0]} × {summary.longest[1]}" if summary.longest else "none"
     if sent is None:
         said = (
-            f"{_plural(summary.reminders, 'reminder')} "
+            f"{plural(summary.reminders, 'reminder')} "
             f"({summary.gentle} gentle, {summary.detailed} detailed)"
         )
     else:
-        said = f"would have sent {_plural(sent, 'reminder')}"
+        said = f"would have sent {plural(sent, 'reminder')}"
     tags = (tag_of(message) or {} for message in messages)
     stopped = next((tag for tag in tags if tag.get("level") == "escalated"), None)
     tail = f" · stopped at {stopped['summary']} ({stopped['detector']})" if stopped else ""
-    return f"{_plural(summary.calls, 'tool call')} · {said} · longest streak: {longest}{tail}"
+    return f"{plural(summary.calls, 'tool call')} · {said} · longest streak: {longest}{tail}"
 
 
 def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:

@@ -11,12 +11,10 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Iterable, Sequence
 
-from .audit import (
+from .findings import Audit, ConversationAudit, TimelineCall
+from .tables import (
     NO_FINDINGS,
-    Audit,
-    ConversationAudit,
     Rows,
-    TimelineCall,
     detector_rows,
     finding_rows,
     findings_title,

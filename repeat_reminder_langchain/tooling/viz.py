@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from .._install import install_hint
 from ..config import ReminderConfig
 from ..policy import ToolPolicy
-from .audit import plural
+from .tables import plural
 from .transcript import Step, steps, transcript_rows
 
 if TYPE_CHECKING:

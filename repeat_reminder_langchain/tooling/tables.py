@@ -1,0 +1,226 @@
+"""The audit as text: the rows and lines that `format_audit` prints and the HTML report shows.
+
+Everything the command line and the report say about an audit is worded here, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..config import ReminderConfig
+from .findings import Audit, ConversationAudit, Finding, settings
+
+__all__ = [
+    "NO_FINDINGS",
+    "Rows",
+    "detector_rows",
+    "finding_rows",
+    "findings_title",
+    "format_audit",
+    "headline",
+    "notes",
+    "plural",
+    "tool_rows",
+    "top_rows",
+    "top_title",
+    "wasted_line",
+]
+
+
+def _rules(config: ReminderConfig) -> str:
+    """The counting rules in force: the thresholds, and every other rule not at its default."""
+    rules = [f"thresholds {', '.join(map(str, config.thresholds))}"]
+    shown = (
+        "detect",
+        "include",
+        "exclude",
+        "repeat_every",
+        "progress",
+        "ignore_arguments",
+        "stale_thresholds",
+        "same_error_thresholds",
+        "error_pattern",
+        "escalate_after",
+        "exit_behavior",
+    )
+    dumped = settings(config)
+    defaults = settings(ReminderConfig())
+    for name in shown:
+        value = dumped[name]
+        if value == defaults[name]:
+            continue
+        if isinstance(value, dict):
+            text = "; ".join(f"{tool}: {', '.join(keys)}" for tool, keys in value.items())
+        else:
+            text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        rules.append(f"{name.replace('_', ' ')} {text}")
+    return " · ".join(rules)
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """Columns two spaces apart: numbers to the right, text to the left, the last unpadded."""
+    cells = [[f"{cell:,}" if isinstance(cell, int) else str(cell) for cell in row] for row in rows]
+    width = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(header)]
+    right = [bool(cells) and all(_number(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for row in (list(header), *cells):
+        parts = []
+        for i, cell in enumerate(row):
+            last = i == len(row) - 1
+            if right[i]:
+                parts.append(cell.rjust(width[i]))
+            else:
+                parts.append(cell if last else cell.ljust(width[i]))
+        lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def _number(text: str) -> bool:
+    return text.replace(",", "").isdigit() or text == "—"
+
+
+def plural(number: int, word: str) -> str:
+    """`number` and `word`, in the plural unless the number is 1.
+
+    Example:
+        >>> plural(1, "call"), plural(1200, "call")
+        ('1 call', '1,200 calls')
+    """
+    return f"{number:,} {word}{'' if number == 1 else 's'}"
+
+
+Rows = tuple[list[str], list[list[object]]]
+"""A table: its header, then its rows (numbers as `int`, the rest as text)."""
+
+
+def headline(result: Audit) -> str:
+    """The audit's first line: what was read, and the counting rules in force."""
+    unit = "thread" if result.threads else "conversation"
+    head = [plural(result.conversations, unit), plural(result.calls, "tool call")]
+    if len(result.sources) > 1:
+        head.append(plural(len(result.sources), "file"))
+    if result.skipped:
+        head.append(f"{result.skipped:,} unreadable skipped")
+    return " · ".join([*head, _rules(result.config)])
+
+
+def tool_rows(result: Audit) -> Rows:
+    """Per tool, most called first, what its calls looked like."""
+    columns = ["calls", "longest", "streaks", "gentle", "detailed"]
+    if result.config.escalate_after is not None:
+        columns.append("escalated")
+    columns.append("wasted")
+    tools = sorted(result.tools.items(), key=lambda item: (-item[1].calls, item[0]))
+    return ["tool", *columns], [[name, *(getattr(t, c) for c in columns)] for name, t in tools]
+
+
+def detector_rows(result: Audit) -> Rows:
+    """Per detector in use, its reminders, escalations and conversations."""
+    header = ["detector", "reminders", "escalations", "conversations"]
+    return header, [
+        [name, slot["reminders"], slot["escalations"], slot["conversations"]]
+        for name, slot in result.detectors.items()
+    ]
+
+
+def wasted_line(result: Audit) -> str:
+    """The wasted calls, the conversations they were in, and the tokens spent on them."""
+    wasted_in = sum(found.wasted > 0 for found in result.flagged)
+    return (
+        f"wasted calls: {result.wasted:,} in {plural(wasted_in, 'conversation')} · "
+        f"tokens spent on them: {_tokens(result)}"
+    )
+
+
+def _names(result: Audit) -> list[str]:
+    """The columns naming a conversation besides its index: its id, or a thread's checkpoint."""
+    return ["thread", "checkpoint"] if result.threads else ["id"]
+
+
+def _named(result: Audit, found: Finding | ConversationAudit) -> list[object]:
+    if result.threads:
+        return [found.id or "—", found.checkpoint or "—"]
+    return [found.id or "—"]
+
+
+def top_rows(result: Audit, top: int) -> Rows:
+    """The `top` conversations with the most wasted calls."""
+    header = ["conversation", *_names(result), "calls", "reminders", "wasted", "tokens"]
+    return header, [
+        [c.index, *_named(result, c), c.calls, c.reminders, c.wasted, _count(c.tokens)]
+        for c in result.top(top)
+    ]
+
+
+def finding_rows(result: Audit) -> Rows:
+    """Every finding, in input order: one row a turn, its reasons' values side by side.
+
+    When the conversations hold reminders the guard sent, a `sent` column marks their turns.
+    """
+    sent = any(f.sent for f in result.findings)
+    header = ["conversation", *_names(result), "message", "tool", "detector", "count"]
+    header += ["level", *(["sent"] if sent else []), "arguments"]
+    rows: list[list[object]] = []
+    for f in result.findings:
+        said = [(r.tool, r.detector, r.count, r.level, r.arguments) for r in f.reasons]
+        *columns, arguments = [" · ".join(map(str, column)) for column in zip(*said, strict=True)]
+        marked = ["yes" if f.sent else "—"] if sent else []
+        rows.append([f.conversation, *_named(result, f), f.position, *columns, *marked, arguments])
+    return header, rows
+
+
+def notes(result: Audit) -> list[str]:
+    """What excluding each bookkeeping tool would reveal, one line each."""
+    return [
+        f"note: excluding {r.tool} would reveal {plural(r.findings, 'reminder')} in "
+        f"{plural(r.conversations, 'conversation')} (--exclude {r.tool})"
+        for r in result.revealed
+    ]
+
+
+NO_FINDINGS = "no findings: the guard would not have stepped in."
+_FINDINGS = "findings: the reminders the guard would have sent"
+_SENT = "findings: the reminders the guard sent (sent: yes) or would have sent"
+
+
+def findings_title(result: Audit) -> str:
+    """The heading of the findings: it says sent when the conversations hold some."""
+    return _SENT if any(f.sent for f in result.findings) else _FINDINGS
+
+
+def top_title(count: int) -> str:
+    """The heading of the list of the `count` costliest conversations."""
+    return f"top {plural(count, 'conversation')} by wasted calls"
+
+
+def format_audit(result: Audit, top: int = 10) -> str:
+    """The audit as text: per tool, per detector, the costliest conversations, every finding.
+
+    Example:
+        >>> print(format_audit(Audit(ReminderConfig(), conversations=1)))
+        1 conversation · 0 tool calls · thresholds 3, 5, 8
+        tool  calls  longest  streaks  gentle  detailed  wasted
+        <BLANKLINE>
+        no findings: the guard would not have stepped in.
+    """
+    lines = [headline(result), *_table(*tool_rows(result))]
+    if result.skipped:
+        lines += ["", *(f"skipped: {problem}" for problem in result.problems)]
+    if not result.flagged:
+        lines += ["", NO_FINDINGS, *notes(result)]
+        return "\n".join(lines)
+    lines += ["", *_table(*detector_rows(result)), "", wasted_line(result), *notes(result)]
+    header, rows = top_rows(result, top)
+    lines += ["", top_title(len(rows)), *_table(header, rows)]
+    lines += ["", findings_title(result), *_table(*finding_rows(result))]
+    return "\n".join(lines)
+
+
+def _count(number: int | None) -> str:
+    return "—" if number is None else f"{number:,}"
+
+
+def _tokens(result: Audit) -> str:
+    if result.tokens is None:
+        return "not recorded in these logs"
+    return f"{result.tokens:,} of {result.tokens_recorded:,} recorded"
