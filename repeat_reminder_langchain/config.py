@@ -17,19 +17,17 @@ from pydantic import (
     model_validator,
 )
 
-from .detectors import PARTS
-from .policy import (
-    Rules,
-    ToolPolicy,
+from ._checks import (
     check_paths,
     check_patterns,
     check_repeat_every,
     check_thresholds,
-    compile_paths,
     compile_patterns,
     is_int,
     validation_problems,
 )
+from .detectors import PARTS
+from .policy import Rules, ToolPolicy, compile_paths
 from .reminder import Detector, ExitBehavior
 
 __all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]

@@ -22,6 +22,7 @@ LANGCHAIN = ("langchain", "langchain_core", "langgraph")
 
 ROOMS = {
     "core": {
+        "_checks",
         "_counter",
         "_install",
         "canonical",

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError, field_validator
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter
@@ -17,7 +16,6 @@ from repeat_reminder_langchain.policy import (
     ToolPolicy,
     compile_paths,
     parse_tool_policy,
-    validation_problems,
 )
 
 
@@ -54,23 +52,6 @@ def test_metadata_that_declares_nothing_has_no_policy() -> None:
         parse_tool_policy({"repeat_reminder": ["exclude"]})
     with pytest.raises(ValueError, match="invalid repeat_reminder policy: thresholds:"):
         parse_tool_policy({"repeat_reminder": {"thresholds": [1]}})
-
-
-def test_validation_problems_name_the_field_by_its_dotted_path() -> None:
-    class Options(BaseModel):
-        retries: int
-
-        @field_validator("retries")
-        @classmethod
-        def _check(cls, value: int) -> int:
-            raise ValueError(f"must be a count, got {value}")
-
-    class Outer(BaseModel):
-        options: Options
-
-    with pytest.raises(ValidationError) as caught:
-        Outer(options={"retries": -1})  # type: ignore[arg-type]
-    assert validation_problems(caught.value) == "options.retries: must be a count, got -1"
 
 
 def test_auto_is_result_aware_only_for_read_only_tools_that_are_not_idempotent() -> None:

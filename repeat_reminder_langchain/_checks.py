@@ -1,0 +1,92 @@
+"""The checks a setting passes, the same in `ReminderConfig` and in a tool's own `ToolPolicy`.
+
+Each returns the value in the form the guard keeps (a tuple, sorted thresholds) or raises a
+`ValueError` whose message pydantic turns into one line naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+__all__ = [
+    "check_paths",
+    "check_patterns",
+    "check_repeat_every",
+    "check_thresholds",
+    "compile_patterns",
+    "is_int",
+    "validation_problems",
+]
+
+
+def is_int(value: object) -> bool:
+    """Whether `value` is an integer (`True` as a count is a mistake, not a 1)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def compile_patterns(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    """One anchored regex for names where `*` matches anything and all else is literal."""
+    if not patterns:
+        return None
+    alternatives = (".*".join(map(re.escape, pattern.split("*"))) for pattern in patterns)
+    return re.compile("|".join(f"(?:{alt})" for alt in alternatives), re.DOTALL)
+
+
+def check_thresholds(value: Any) -> tuple[int, ...]:
+    """Validate thresholds: a non-empty list of distinct integers >= 2, returned sorted."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"must be a list of integers, got {value!r}")
+    if not value:
+        raise ValueError("must not be empty")
+    for item in value:
+        if not is_int(item) or item < 2:
+            raise ValueError(
+                f"invalid threshold {item!r} — every threshold must be an integer >= 2"
+            )
+    if len(set(value)) != len(value):
+        raise ValueError(f"must not contain duplicates, got {list(value)}")
+    return tuple(sorted(value))
+
+
+def check_repeat_every(value: Any) -> int | None:
+    """Validate repeat_every: None, or an integer >= 1."""
+    if value is not None and (not is_int(value) or value < 1):
+        raise ValueError(f"must be an integer >= 1, or None, got {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def check_patterns(value: Any, what: str) -> tuple[str, ...]:
+    """Validate a list of non-empty pattern strings."""
+    # A bare string is a sequence of one-letter patterns: almost certainly a mistake.
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"must be a list of {what} patterns, got {value!r}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise ValueError(f"every pattern must be a non-empty string, got {item!r}")
+    return tuple(value)
+
+
+def check_paths(value: Any) -> tuple[str, ...]:
+    """Validate argument patterns: like tool-name patterns, each dotted segment non-empty."""
+    paths = check_patterns(value, "argument")
+    for path in paths:
+        if "" in path.split("."):
+            raise ValueError(
+                f"invalid argument pattern {path!r} — every dotted segment must be non-empty "
+                "(use * to match any key)"
+            )
+    return paths
+
+
+def validation_problems(error: ValidationError) -> str:
+    """A pydantic error as one line per problem, naming the field: no URLs, no prefixes."""
+    lines = []
+    for problem in error.errors():
+        field = ".".join(map(str, problem["loc"]))
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        lines.append(f"{field}: {message}" if field else message)
+    return "\n".join(lines)
