@@ -296,7 +296,7 @@ def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str], command: st
     """The error line of a command line that cannot run, which the usage of `command` follows
     (exit code 2, nothing on stdout), without its `error: `."""
     line, usage = _failed(capsys, argv)
-    assert usage == cli._usage(command)  # tests/test_cli.py says what each is
+    assert usage == cli._usage(command)  # tests/tooling/test_cli.py says what each is
     return line
 
 

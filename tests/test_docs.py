@@ -158,7 +158,7 @@ def test_the_first_example_is_short_and_uses_a_real_model() -> None:
 def test_the_detector_contributing_shows_is_the_one_the_tests_register() -> None:
     (shown,) = [b for b in python_blocks(ROOT / "CONTRIBUTING.md") if "class SameTool" in b]
     code = shown.split("\n", 1)[1]  # the excerpt's first line says where it is from
-    assert code in text(ROOT / "tests" / "test_detector_example.py")
+    assert code in text(ROOT / "tests" / "detectors" / "test_example.py")
     assert len(code.splitlines()) <= 30
 
 
@@ -248,7 +248,7 @@ NOT_RUN = {
     "repeat-reminder audit --not-user REGEX": "a form: REGEX stands for your pattern",
     "repeat-reminder audit 'logs/*.jsonl' --fail-on detailed": "a form: logs stand for your logs",
     "repeat-reminder audit --checkpointer": "the option's name, as the text says it",
-    # A checkpointer of the reader's own: tests/test_audit_checkpointer.py audits real ones.
+    # A checkpointer of the reader's own: tests/tooling/test_audit_checkpointer.py audits real ones.
     "pip install '.[checkpointers]'": "installs the checkout into the running environment",
     "pip install '.[otel]'": "installs the checkout into the running environment",
     "pip install build": "installs from the package index",

@@ -17,7 +17,7 @@ from repeat_reminder_langchain.tooling.demo import (
     run_demo,
 )
 
-from .helpers import assert_adjacent, reminders
+from ..helpers import assert_adjacent, reminders
 
 
 def calls_of(messages: list[object]) -> list[str]:

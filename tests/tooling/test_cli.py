@@ -17,7 +17,7 @@ from repeat_reminder_langchain import __version__
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
-from .helpers import usage_error
+from ..helpers import usage_error
 
 UNGUARDED = messages_to_dict(run_demo(None))
 

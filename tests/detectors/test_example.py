@@ -12,7 +12,7 @@ from typing_extensions import override
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 from repeat_reminder_langchain.detectors import PARTS, Part, Seen, Words
 
-from .helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
+from ..helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
 
 
 class SameTool(Part):

@@ -8,7 +8,7 @@ from repeat_reminder_langchain.canonical import result_text
 from repeat_reminder_langchain.detectors import Seen
 from repeat_reminder_langchain.detectors.same_error import SameError
 
-from .helpers import c, count, play
+from ..helpers import c, count, play
 
 ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_pattern="^Error")
 

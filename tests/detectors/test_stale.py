@@ -11,7 +11,7 @@ from repeat_reminder_langchain._counter import LoopCounter, Record, Turn
 from repeat_reminder_langchain.detectors import STALE_MEMORY, Seen
 from repeat_reminder_langchain.detectors.stale import Stale
 
-from .helpers import c, count, play
+from ..helpers import c, count, play
 
 STALE = ReminderConfig(detect=["stale"], stale_thresholds=[2])
 

@@ -14,8 +14,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, is_reminder
 
-from .conftest import Guarded, build
-from .helpers import ask, call, other, probe, scripted, turn
+from ..conftest import Guarded, build
+from ..helpers import ask, call, other, probe, scripted, turn
 
 Make = Callable[..., Guarded]
 A = {"q": "a"}

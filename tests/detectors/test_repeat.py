@@ -8,7 +8,7 @@ from repeat_reminder_langchain import ConfigError, Escalation, Reminder, Reminde
 from repeat_reminder_langchain.detectors import DETECTORS, PARTS, Seen
 from repeat_reminder_langchain.detectors.repeat import Repeat
 
-from .helpers import c, play
+from ..helpers import c, play
 
 
 def test_the_part_counts_the_counters_streak_and_keeps_no_memory() -> None:

@@ -48,8 +48,8 @@ from repeat_reminder_langchain.tooling.checkpointer import (
 )
 from repeat_reminder_langchain.tooling.cli import main
 
-from .conftest import build
-from .helpers import (
+from ..conftest import build
+from ..helpers import (
     LoopModel,
     agent_graph,
     ask,

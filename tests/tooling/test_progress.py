@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from .conftest import Guarded
-from .helpers import ask, kept_record, reminders, repeat, scripted
+from ..conftest import Guarded
+from ..helpers import ask, kept_record, reminders, repeat, scripted
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
