@@ -30,9 +30,12 @@ from .detectors import PARTS
 from .policy import Rules, ToolPolicy, compile_paths
 from .reminder import Detector, ExitBehavior
 
-__all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
+__all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
 _UNKNOWN = object()
+
+THRESHOLDS = tuple(dict.fromkeys(p.thresholds for p in PARTS.values() if p.thresholds))
+"""The fields of the detectors' own thresholds, in the detectors' order."""
 
 
 class ConfigError(ValueError):
@@ -182,7 +185,7 @@ class ReminderConfig(BaseModel):
         except ValidationError as error:
             raise ConfigError(validation_problems(error)) from None
 
-    @field_validator("thresholds", "stale_thresholds", "same_error_thresholds", mode="before")
+    @field_validator("thresholds", *THRESHOLDS, mode="before")
     @classmethod
     def _check_thresholds(cls, value: Any) -> tuple[int, ...]:
         return check_thresholds(value)
@@ -299,13 +302,13 @@ class ReminderConfig(BaseModel):
         return self
 
     def _thresholds_in_use(self) -> Iterator[tuple[str, Sequence[int]]]:
-        by_detector = {
-            "repeat": self.thresholds,
-            "stale": self.stale_thresholds,
-            "same_error": self.same_error_thresholds,
-        }
         for detector in self.detect:
-            yield detector, by_detector[detector]
+            yield detector, self.detector_thresholds(detector)
+
+    def detector_thresholds(self, detector: str) -> tuple[int, ...]:
+        """A detector's thresholds: its own field's, or `thresholds` for `repeat`."""
+        field = PARTS[detector].thresholds
+        return getattr(self, "thresholds" if field is None else field)  # type: ignore[no-any-return]
 
     def model_post_init(self, __context: Any) -> None:
         """Compile the patterns once."""

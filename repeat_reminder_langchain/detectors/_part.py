@@ -63,6 +63,8 @@ class Part(ABC):
     """What it says."""
     thresholds: ClassVar[str | None] = None
     """The `ReminderConfig` field of its thresholds; None: each tool's own rules."""
+    counts: ClassVar[str] = "calls"
+    """What its count counts, as the command line's help says it."""
     remembers: ClassVar[bool] = False
     """Whether it keeps a memory of the agent between turns."""
     outlives_user: ClassVar[bool] = False

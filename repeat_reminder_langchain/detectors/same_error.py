@@ -36,6 +36,7 @@ class SameError(Part):
 
     name = "same_error"
     thresholds = "same_error_thresholds"
+    counts = "consecutive identical failures"
     remembers = True
     legacy = ("failing", "error", "failures", "variants")
     outlives_user = True  # a call that fails the same way after every user message still loops

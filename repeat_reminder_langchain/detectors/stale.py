@@ -34,6 +34,7 @@ class Stale(Part):
 
     name = "stale"
     thresholds = "stale_thresholds"
+    counts = "identical results of one call"
     remembers = True
     legacy = ("seen", "changes")
     words = Words(

@@ -69,10 +69,8 @@ def exceeds(config: ReminderConfig, tool: str, counts: Mapping[Detector, int]) -
         if detector == "repeat":
             rules = config.rules(tool)
             first = rules.thresholds[0] if rules is not None else config.thresholds[0]
-        elif detector == "stale":
-            first = config.stale_thresholds[0]
         else:
-            first = config.same_error_thresholds[0]
+            first = config.detector_thresholds(detector)[0]
         if count > first:
             return True
     return False

@@ -17,7 +17,8 @@ from contextlib import closing
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..config import ConfigError, ReminderConfig
+from ..config import THRESHOLDS, ConfigError, ReminderConfig
+from ..detectors import PARTS
 
 __all__ = ["main"]
 
@@ -122,7 +123,7 @@ def _names(text: str) -> list[str]:
 
 def _detectors(text: str) -> list[str]:
     if text.strip() == "all":
-        return ["repeat", "stale", "same_error"]
+        return list(PARTS)
     return _names(text)
 
 
@@ -213,20 +214,18 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
         "--detect",
         type=_detectors,
         metavar="DETECTOR,...",
-        help="repeat (default), stale, same_error, or all",
+        help=f"repeat (default), {', '.join(list(PARTS)[1:])}, or all",
     )
-    add(
-        "--stale-thresholds",
-        type=_numbers,
-        metavar="N,...",
-        help="identical results of one call that draw a stale reminder (default 3)",
-    )
-    add(
-        "--same-error-thresholds",
-        type=_numbers,
-        metavar="N,...",
-        help="consecutive identical failures that draw a same_error reminder (default 3)",
-    )
+    defaults = ReminderConfig()
+    for field in THRESHOLDS:  # each detector's own, as its part names it
+        name, part = next((n, p) for n, p in PARTS.items() if p.thresholds == field)
+        shown = ",".join(map(str, getattr(defaults, field)))
+        add(
+            f"--{field.replace('_', '-')}",
+            type=_numbers,
+            metavar="N,...",
+            help=f"{part.counts} that draw a {name} reminder (default {shown})",
+        )
     add(
         "--error-pattern",
         metavar="REGEX",
@@ -375,7 +374,7 @@ _THREAD_OPTIONS = ("thread", "since", "limit", "namespace")
 
 _FIELDS = (
     "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
-    "stale_thresholds", "same_error_thresholds", "error_pattern", "not_user",
+    *THRESHOLDS, "error_pattern", "not_user",
     "arguments_preview_chars",
     "escalate_after", "exit_behavior", "message_type", "mode",
 )  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..config import ReminderConfig
+from ..config import THRESHOLDS, ReminderConfig
 from .findings import Audit, ConversationAudit, Finding, settings
 
 __all__ = [
@@ -37,8 +37,7 @@ def _rules(config: ReminderConfig) -> str:
         "repeat_every",
         "progress",
         "ignore_arguments",
-        "stale_thresholds",
-        "same_error_thresholds",
+        *THRESHOLDS,
         "error_pattern",
         "escalate_after",
         "exit_behavior",
