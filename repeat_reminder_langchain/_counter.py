@@ -396,7 +396,7 @@ class LoopCounter:
             # limit may call for something: most calls under the defaults need nothing more.
             may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
             if may_draw or observe is not None:
-                found = self._detect(minds, call, new_key, run, outcome)
+                found = self._detect(minds, call, new_key, run, outcome, arguments)
                 if unanswered and may_draw:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
@@ -478,11 +478,13 @@ class LoopCounter:
 
     # -- the detectors ------------------------------------------------------------------------
 
-    def _detect(self, minds: _Minds, call: Call, key: str, run: int, outcome: str) -> _Found:
+    def _detect(  # noqa: PLR0917 - one call's facts, as the loop has them
+        self, minds: _Minds, call: Call, key: str, run: int, outcome: str, arguments: str
+    ) -> _Found:
         """What each detector in use counted for a call, in the order they take precedence."""
         result = call.result
         text = "" if result is None or not self._reads else result_text(result)
-        seen = _make(Seen, (call.tool, key, run, result, call.failed, text, outcome))
+        seen = _make(Seen, (call.tool, key, run, result, call.failed, text, outcome, arguments))
         found = []
         for part, levels, memory in minds:
             if part.needs_result and result is None:

@@ -46,7 +46,7 @@ class RepeatToolReminderWarning(RuntimeWarning):
 
 
 Level = Literal["gentle", "detailed"]
-Detector = Literal["repeat", "stale", "same_error"]
+Detector = Literal["repeat", "stale", "same_error", "cycle"]
 ExitBehavior = Literal["end", "error", "interrupt", "block"]
 
 DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
@@ -92,6 +92,8 @@ class Reminder:
         error: For `same_error`, the error text, cut to the preview cap.
         variants: For `same_error`, how many different argument sets hit the error.
         position: The call's position among the calls of its model turn.
+        evidence: What the detector saw besides the count, as lines its words quote (for
+            `cycle`, the calls of one round).
         summary: A one-line label such as `grep × 5`.
 
     Example:
@@ -110,6 +112,7 @@ class Reminder:
     error: str = ""
     variants: int = 1
     position: int = 0
+    evidence: str = ""
     summary: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,6 +131,7 @@ class Reminder:
             error=self.error,
             variants=self.variants,
             varied=varied,
+            evidence=self.evidence,
         )
 
     def tag(self) -> ReminderTag:

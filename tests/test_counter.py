@@ -314,7 +314,7 @@ def test_a_stored_count_or_memory_that_the_guard_did_not_write_is_rejected(
         read_record(data)
     assert read_record({"count": 0}) == {"count": 0}
     # A memory of a detector this version does not know is left as it is.
-    assert read_record({"detectors": {"cycle": [1]}}) == {"detectors": {"cycle": [1]}}
+    assert read_record({"detectors": {"later": [1]}}) == {"detectors": {"later": [1]}}
 
 
 def test_a_record_stored_by_0_3_is_read_into_todays() -> None:

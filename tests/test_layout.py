@@ -29,6 +29,7 @@ ROOMS = {
         "config",
         "detectors",
         "detectors._part",
+        "detectors.cycle",
         "detectors.repeat",
         "detectors.same_error",
         "detectors.stale",

@@ -29,6 +29,7 @@ class Seen(NamedTuple):
         failed: Whether the result was marked as an error.
         text: The result's text ("" when unknown).
         outcome: The fingerprint of the result ("" when unknown or not needed).
+        arguments: The call's canonical arguments, whole.
     """
 
     tool: str
@@ -38,6 +39,7 @@ class Seen(NamedTuple):
     failed: bool = False
     text: str = ""
     outcome: str = ""
+    arguments: str = ""
 
 
 class Words(NamedTuple):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig
 from repeat_reminder_langchain.detectors import DETECTORS, PARTS, Seen
 from repeat_reminder_langchain.detectors.repeat import Repeat
+from repeat_reminder_langchain.reminder import Detector
 
 from ..helpers import c, play
 
@@ -29,7 +32,8 @@ def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
 
 
 def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
-    assert DETECTORS == ("repeat", "same_error", "stale")
+    assert DETECTORS == ("repeat", "same_error", "stale", "cycle")
+    assert set(get_args(Detector)) == set(DETECTORS)  # the type names every one
     assert all(PARTS[name].name == name for name in DETECTORS)
     # `detect=` takes them in any order and keeps the registry's.
     assert ReminderConfig(detect=["stale", "repeat"]).detect == ("repeat", "stale")
@@ -43,6 +47,7 @@ def test_each_detectors_words_are_its_own(name: str) -> None:
     gentle = Reminder("probe", 3, "gentle", "{}", detector=name)  # type: ignore[arg-type]
     detailed = Reminder("probe", 5, "detailed", "{}", detector=name)  # type: ignore[arg-type]
     fields = {"tool": "probe", "arguments": "{}", "error": "", "variants": 1, "varied": ""}
+    fields["evidence"] = ""
     assert gentle.text == words.gentle.format(count=3, **fields)
     assert detailed.text == words.detailed.format(count=5, **fields)
     stopped = Escalation("probe", 9, name, "{}", "end")  # type: ignore[arg-type]

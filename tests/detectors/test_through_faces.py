@@ -1,4 +1,4 @@
-"""The detectors beyond consecutive repeats, `stale` and `same_error`, through every face."""
+"""The detectors beyond consecutive repeats (`stale`, `same_error`, `cycle`) through every face."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, is_reminder
+from repeat_reminder_langchain.detectors import DETECTORS
 
 from ..conftest import Guarded, build
 from ..helpers import ask, call, other, probe, scripted, turn
@@ -231,6 +232,60 @@ def test_untracked_calls_are_transparent_to_every_detector(guarded: Make) -> Non
     assert tags(agent.invoke(ask())) == [("same_error", "gentle", "book", 3)]
 
 
+# -- cycle ------------------------------------------------------------------------------------
+
+
+@tool
+def edit(change: str) -> str:
+    """Edit the script."""
+    return "edited"
+
+
+@tool
+def run(command: str) -> str:
+    """Run the script."""
+    return "IndentationError: unexpected indent (t.py, line 3)"
+
+
+def _rounds(times: int) -> list[Any]:
+    """Insert a debug line, run into the same error, take the line out: `times` rounds."""
+    script = []
+    for _ in range(times):
+        script += [
+            turn(call("edit", {"change": "insert print"})),
+            turn(call("run", {"command": "python t.py"})),
+            turn(call("edit", {"change": "delete print"})),
+        ]
+    return script
+
+
+def test_cycle_reminds_when_a_sequence_comes_back_with_the_same_results(guarded: Make) -> None:
+    agent = guarded(scripted(_rounds(3)), tools=[edit, run], detect=["repeat", "cycle"])
+    messages = agent.invoke(ask())
+
+    assert tags(messages) == [("cycle", "gentle", "edit", 3)]
+    said = texts(messages)[0]
+    assert "the same sequence of calls 3 times in a row" in said
+    assert '  2. run {"command":"python t.py"}' in said
+
+
+def test_cycle_is_off_by_default_and_repeat_sees_no_repeat(guarded: Make) -> None:
+    assert tags(guarded(scripted(_rounds(3)), tools=[edit, run]).invoke(ask())) == []
+
+
+def test_a_user_message_starts_the_rounds_over(guarded: Make, thread: str) -> None:
+    agent = guarded(
+        scripted([*_rounds(2), AIMessage("stuck"), *_rounds(2)]),
+        tools=[edit, run],
+        checkpointer=InMemorySaver(),
+        detect=["cycle"],
+    )
+    agent.invoke(ask(), thread)
+    messages = agent.invoke(ask("try again"), thread)
+
+    assert tags(messages) == []  # two rounds each side of the user: never three in a row
+
+
 # -- what every detector shares ---------------------------------------------------------------
 
 
@@ -257,7 +312,7 @@ def test_the_state_kept_stays_small_with_every_detector_on(face: str, thread: st
         scripted(script),
         tools=[read],
         checkpointer=InMemorySaver(),
-        detect=["repeat", "stale", "same_error"],
+        detect=list(DETECTORS),
         error_pattern="never",
     )
     agent.invoke(ask(), thread)
