@@ -57,6 +57,7 @@ class ReminderFields(TypedDict, total=False):
     detect: Sequence[Detector]
     stale_thresholds: Sequence[int]
     same_error_thresholds: Sequence[int]
+    recurring_error_thresholds: Sequence[int]
     cycle_thresholds: Sequence[int]
     error_pattern: str | None
     not_user: str | Callable[[str], bool] | None
@@ -122,11 +123,14 @@ class ReminderConfig(BaseModel):
         detect: The detectors to run: `"repeat"` (the same call, consecutively: the default),
             `"stale"` (the same call returning the same result again since the user spoke,
             with no call returning something new between), `"same_error"` (consecutive
-            calls to one tool failing with the same error, whatever the arguments) and
-            `"cycle"` (a sequence of two to four calls repeated, every call returning what it
-            returned the round before).
+            calls to one tool failing with the same error, whatever the arguments),
+            `"recurring_error"` (one call failing with the same error each time it is made,
+            whatever lies between, until it succeeds) and `"cycle"` (a sequence of two to
+            four calls repeated, every call returning what it returned the round before).
         stale_thresholds: Counts of identical results of one call that draw a reminder.
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
+        recurring_error_thresholds: Failures of one call with one error, since it last
+            succeeded, that draw a reminder.
         cycle_thresholds: Rounds of one repeated sequence of calls that draw a reminder.
         error_pattern: A regular expression; a tool result whose text it matches (searched)
             is a failure, as is every result with `status="error"`. None: status only.
@@ -173,6 +177,7 @@ class ReminderConfig(BaseModel):
     detect: Sequence[str] = ("repeat",)  # the registry's names: a detector may be added
     stale_thresholds: Sequence[int] = (3,)
     same_error_thresholds: Sequence[int] = (3,)
+    recurring_error_thresholds: Sequence[int] = (3,)
     cycle_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
     not_user: str | Callable[[str], bool] | None = None

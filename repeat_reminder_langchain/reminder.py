@@ -46,7 +46,7 @@ class RepeatToolReminderWarning(RuntimeWarning):
 
 
 Level = Literal["gentle", "detailed"]
-Detector = Literal["repeat", "stale", "same_error", "cycle"]
+Detector = Literal["repeat", "stale", "same_error", "recurring_error", "cycle"]
 ExitBehavior = Literal["end", "error", "interrupt", "block"]
 
 DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
@@ -89,7 +89,7 @@ class Reminder:
         arguments: The call's canonical arguments, cut to the preview cap.
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
         detector: Which detector fired.
-        error: For `same_error`, the error text, cut to the preview cap.
+        error: For `same_error` and `recurring_error`, the error text, cut to the preview cap.
         variants: For `same_error`, how many different argument sets hit the error.
         position: The call's position among the calls of its model turn.
         evidence: What the detector saw besides the count, as lines its words quote (for

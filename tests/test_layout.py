@@ -30,6 +30,7 @@ ROOMS = {
         "detectors",
         "detectors._part",
         "detectors.cycle",
+        "detectors.recurring_error",
         "detectors.repeat",
         "detectors.same_error",
         "detectors.stale",

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from ._part import Part, Seen, Settings, Words
 from .cycle import Cycle
+from .recurring_error import RecurringError
 from .repeat import Repeat
 from .same_error import SameError
 from .stale import STALE_MEMORY, Stale
 
 __all__ = ["DETECTORS", "PARTS", "STALE_MEMORY", "Part", "Seen", "Settings", "Words"]
 
-PARTS: dict[str, type[Part]] = {part.name: part for part in (Repeat, SameError, Stale, Cycle)}
+PARTS: dict[str, type[Part]] = {
+    part.name: part for part in (Repeat, SameError, RecurringError, Stale, Cycle)
+}
 """Every detector by name, in the order they take precedence."""
 
 DETECTORS: tuple[str, ...] = tuple(PARTS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -115,6 +116,21 @@ class Part(ABC):
             TypeError, ValueError: Those fields are not what 0.3 wrote.
         """
         return None
+
+
+class Failures:
+    """What a failure is: a result marked as an error, or one whose text `error_pattern` matches."""
+
+    __slots__ = ("_pattern",)
+
+    def __init__(self, config: Settings) -> None:
+        pattern = config.error_pattern
+        self._pattern = None if pattern is None else re.compile(pattern)
+
+    def __call__(self, seen: Seen) -> bool:
+        """Whether the call failed."""
+        pattern = self._pattern
+        return seen.failed or (pattern is not None and pattern.search(seen.text) is not None)
 
 
 def expect(kept: Mapping[str, Any], types: Mapping[str, type]) -> None:

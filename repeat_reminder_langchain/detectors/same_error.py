@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Part, Seen, Settings, Words, expect
+from ._part import Failures, Part, Seen, Settings, Words, expect
 
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 
@@ -61,8 +60,7 @@ class SameError(Part):
 
     @override
     def __init__(self, config: Settings) -> None:
-        pattern = config.error_pattern
-        self._pattern = None if pattern is None else re.compile(pattern)
+        self._fails = Failures(config)
 
     @override
     def start(self, kept: Mapping[str, Any]) -> _Streak:
@@ -70,8 +68,7 @@ class SameError(Part):
 
     @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
-        pattern = self._pattern
-        if not (seen.failed or (pattern is not None and pattern.search(seen.text) is not None)):
+        if not self._fails(seen):
             memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
             return None
         error, short = digest(seen.text), seen.key[:8]

@@ -1,4 +1,4 @@
-"""The detectors beyond consecutive repeats (`stale`, `same_error`, `cycle`) through every face."""
+"""The detectors beyond consecutive repeats through every face."""
 
 from __future__ import annotations
 
@@ -230,6 +230,31 @@ def test_untracked_calls_are_transparent_to_every_detector(guarded: Make) -> Non
     )
 
     assert tags(agent.invoke(ask())) == [("same_error", "gentle", "book", 3)]
+
+
+# -- recurring_error --------------------------------------------------------------------------
+
+
+def test_recurring_error_reminds_when_one_call_fails_alike_between_other_steps(
+    guarded: Make, thread: str
+) -> None:
+    script = []
+    for n in range(3):
+        script += [turn(call("book", {"amount": 5})), turn(call("other", {"q": n}))]
+        script.append(AIMessage("The booking failed. Shall I try again?"))
+    agent = guarded(
+        scripted(script),
+        tools=[book, other],
+        checkpointer=InMemorySaver(),
+        detect=["same_error", "recurring_error"],
+    )
+    for text in ["book it", "yes", "yes, again"]:
+        messages = agent.invoke(ask(text), thread)
+
+    # `same_error` ends at the other tool; the booking fails alike after each user message.
+    assert tags(messages) == [("recurring_error", "gentle", "book", 3)]
+    assert "failed 3 times with these same arguments" in texts(messages)[0]
+    assert "payment amount does not add up" in texts(messages)[0]
 
 
 # -- cycle ------------------------------------------------------------------------------------
