@@ -2,7 +2,7 @@
 
 A detector's recall can only be measured against loops found some other way, so this scan
 reads every call of a conversation in order, whatever came between (user messages, other
-tools, bookkeeping calls: nothing resets it), and reports three shapes:
+tools, bookkeeping calls: nothing resets it), and reports four shapes:
 
 * `same_call`: one call (tool and canonical arguments, the guard's key) returning one result
   (the same text) three times or more, anywhere in the conversation. One loop per call and
@@ -11,9 +11,20 @@ tools, bookkeeping calls: nothing resets it), and reports three shapes:
   arguments. A failure is a result marked `status="error"` or one `ERROR_PATTERN` matches
   (the evaluation's pattern for τ-bench's `Error: ` and a shell's non-zero return code with
   output). One loop per tool and error text.
-* `cycle`: two different calls alternating, `A B A B ...`, each returning the same result
-  every time, for at least two full cycles (four consecutive calls). One loop per maximal
-  alternation.
+* `cycle`: a block of two, three or four consecutive calls (`PERIODS`), at least two of them
+  different calls (tool and canonical arguments), repeated call for call, each call returning
+  the same result every time the block comes back, for at least two full blocks (`A B A B`,
+  `A B C A B C`, ...). One loop per maximal run, at its shortest period: a block that is itself
+  a shorter block twice (`A B A B` as a block of four) is that shorter block's cycle. A period
+  of two gives exactly the alternations `A B A B ...` of four calls or more.
+* `same_output`: one tool returning one result text three times or more from calls with at
+  least two different argument sets, anywhere in the conversation. The text must say
+  something: at least `MIN_OUTPUT` characters once stripped of surrounding whitespace, which
+  leaves out an empty output (mini-swe-agent's `<returncode>0</returncode>` with an empty
+  `<output>` is 45 characters) and an empty list (`[]`); a longer acknowledgement (git's
+  `Updated 1 path from the index`) is still a candidate, for the labels to judge. A failure's
+  text is left to `same_failure`. One loop per tool and result text; its calls are every call
+  of that tool that returned it, whatever their arguments.
 
 A loop is a candidate, not a verdict: the labels say of each whether it is a loop (`loop`) or
 not (`not`: the same output after a different fix, a write whose output is constant, ...).
@@ -33,16 +44,31 @@ from repeat_reminder_langchain.replay import Replayed
 
 from .run import ERROR_PATTERN
 
-__all__ = ["MIN_CYCLE", "MIN_REPEATS", "SHAPES", "Loop", "Shape", "scan"]
+__all__ = [
+    "MIN_CYCLES",
+    "MIN_OUTPUT",
+    "MIN_REPEATS",
+    "PERIODS",
+    "SHAPES",
+    "Loop",
+    "Shape",
+    "scan",
+]
 
-Shape = Literal["same_call", "same_failure", "cycle"]
-SHAPES: tuple[Shape, ...] = ("same_call", "same_failure", "cycle")
+Shape = Literal["same_call", "same_failure", "cycle", "same_output"]
+SHAPES: tuple[Shape, ...] = ("same_call", "same_failure", "cycle", "same_output")
 
 MIN_REPEATS = 3
-"""How many times a call (or a failure) must come back with the same result to be a candidate."""
+"""How many times a call (or a failure, or an output) must come back to be a candidate."""
 
-MIN_CYCLE = 4
-"""Two full cycles of two alternating calls."""
+PERIODS = (2, 3, 4)
+"""How many calls a cycle's block may hold."""
+
+MIN_CYCLES = 2
+"""How many full blocks a cycle must run: two, four consecutive calls for a block of two."""
+
+MIN_OUTPUT = 50
+"""The fewest characters (stripped) of a result text that `same_output` counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +79,7 @@ class Loop:
         shape: Which rule found it.
         calls: The positions of its calls among the conversation's calls, from 0 (the
             positions a firing's `call` is given in).
-        tool: The tool (for a cycle, the two tools joined by `+`).
+        tool: The tool (for a cycle, the tools of its block in order, joined by `+`).
     """
 
     shape: Shape
@@ -68,11 +94,14 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
     results = [result_text(item.call.result) for item in calls]
     same: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     failing: dict[tuple[str, str], list[int]] = defaultdict(list)
+    output: dict[tuple[str, str], list[int]] = defaultdict(list)
     for position, item in enumerate(calls):
         tool, key = keys[position]
         same[tool, key, results[position]].append(position)
         if item.call.failed or failure.search(results[position]) is not None:
             failing[tool, results[position]].append(position)
+        elif len(results[position].strip()) >= MIN_OUTPUT:
+            output[tool, results[position]].append(position)
     found = [
         Loop("same_call", tuple(positions), tool)
         for (tool, _, _), positions in same.items()
@@ -83,28 +112,43 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
         for (tool, _), positions in failing.items()
         if len(positions) >= MIN_REPEATS
     ]
-    found += _cycles(keys, results)
+    found += _cycles(list(zip(keys, results, strict=True)))
+    found += [
+        Loop("same_output", tuple(positions), tool)
+        for (tool, _), positions in output.items()
+        if len(positions) >= MIN_REPEATS and len({keys[p] for p in positions}) >= 2
+    ]
     return sorted(found, key=lambda loop: (loop.calls[0], SHAPES.index(loop.shape)))
 
 
-def _cycles(keys: Sequence[tuple[str, str]], results: Sequence[str]) -> list[Loop]:
-    def repeats(position: int) -> bool:  # the call and result of two calls back, again
-        back = position - 2
-        return keys[position] == keys[back] and results[position] == results[back]
+_Called = tuple[tuple[str, str], str]
+"""A call's key (tool and canonical arguments) and its result text."""
 
+
+def _cycles(calls: Sequence[_Called]) -> list[Loop]:
+    """Every maximal run of a block of calls repeated with the same results, per period."""
     found = []
-    start = 0
-    while start + MIN_CYCLE <= len(keys):
-        if keys[start] == keys[start + 1]:
-            start += 1
-            continue
-        end = start + 2
-        while end < len(keys) and repeats(end):
-            end += 1
-        if end - start >= MIN_CYCLE:
-            tools = f"{keys[start][0]}+{keys[start + 1][0]}"
-            found.append(Loop("cycle", tuple(range(start, end)), tools))
-            start = end - 1  # the last call may open the next alternation
-        else:
-            start += 1
+    for period in PERIODS:
+        position = period
+        while position < len(calls):
+            if calls[position] != calls[position - period]:
+                position += 1
+                continue
+            start = position - period  # from `position` on, each call is the one `period` back
+            while position < len(calls) and calls[position] == calls[position - period]:
+                position += 1
+            block = list(calls[start : start + period])
+            if position - start >= MIN_CYCLES * period and _a_cycle(block):
+                tools = "+".join(key[0] for key, _ in block)
+                found.append(Loop("cycle", tuple(range(start, position)), tools))
     return found
+
+
+def _a_cycle(block: list[_Called]) -> bool:
+    """At least two different calls, and not a shorter block repeated (that one's cycle)."""
+    if len({key for key, _ in block}) < 2:
+        return False
+    return not any(
+        len(block) % shorter == 0 and block == block[shorter:] + block[:shorter]
+        for shorter in range(1, len(block))
+    )

@@ -32,7 +32,7 @@ from evaluation.labels import (
     table,
 )
 from evaluation.run import load, replay_all
-from evaluation.scan import SHAPES, Loop, scan
+from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling.logs import Conversation
@@ -200,6 +200,73 @@ def test_the_scan_leaves_short_runs_and_changing_results_alone() -> None:
     assert scan(errors) == []  # two different errors
 
 
+def test_a_block_of_three_calls_repeated_is_a_cycle() -> None:
+    calls = replayed(
+        ("edit", "insert", ""),  # insert a print, run, the same failure, delete it, twice over
+        ("run", "t", "IndentationError"),
+        ("edit", "delete", ""),
+        ("edit", "insert", ""),
+        ("run", "t", "IndentationError"),
+        ("edit", "delete", ""),
+        ("edit", "insert", ""),
+        ("read", "f", "done"),  # the block stops coming back: the run ends before this
+    )
+    assert [loop for loop in scan(calls) if loop.shape == "cycle"] == [
+        Loop("cycle", (0, 1, 2, 3, 4, 5, 6), "edit+run+edit")
+    ]
+    once_more = replayed(*[("a", "1", "x"), ("b", "1", "y"), ("c", "1", "z")] * 2)[:5]
+    assert scan(once_more) == []  # five calls: not two full blocks of three
+
+
+def test_an_alternation_is_the_same_cycle_as_before_whatever_its_length() -> None:
+    # A B A B A B is a block of two three times; as a block of four (A B A B) it is the same
+    # cycle, found once, at period two, with the calls and tools an alternation always had.
+    calls = replayed(*[("read", "a", "A"), ("book", "1", "Error: full")] * 3, ("read", "b", "B"))
+    assert [loop for loop in scan(calls) if loop.shape == "cycle"] == [
+        Loop("cycle", (0, 1, 2, 3, 4, 5), "read+book")
+    ]
+    block_of_four = replayed(
+        *[("a", "1", "x"), ("b", "1", "y"), ("a", "1", "x"), ("c", "1", "z")] * 2
+    )
+    assert [loop for loop in scan(block_of_four) if loop.shape == "cycle"] == [
+        Loop("cycle", tuple(range(8)), "a+b+a+c")
+    ]
+
+
+def test_one_call_repeated_is_never_a_cycle() -> None:
+    same = replayed(*[("run", "1", "x")] * 6)
+    assert [loop.shape for loop in scan(same)] == ["same_call"]
+    flipping = replayed(*[("run", "1", "x"), ("run", "1", "y")] * 3)  # one call, two results
+    assert "cycle" not in [loop.shape for loop in scan(flipping)]
+
+
+LONG = "Traceback: the same long output, printed by every one of these scripts"
+
+
+def test_the_same_output_from_different_arguments_is_a_candidate() -> None:
+    calls = replayed(
+        ("bash", "python v1.py", LONG),
+        ("bash", "sed -i s/a/b/ v1.py", ""),
+        ("bash", "python v2.py", LONG),
+        ("read", "python v3.py", LONG),  # another tool: not counted with bash's
+        ("bash", "python v2.py", LONG),
+    )
+    assert scan(calls) == [Loop("same_output", (0, 2, 4), "bash")]
+
+
+def test_the_same_output_needs_two_argument_sets_and_something_said() -> None:
+    one_call = replayed(*[("bash", "python v1.py", LONG)] * 3)
+    assert [loop.shape for loop in scan(one_call)] == ["same_call"]  # one argument set
+    short = replayed(("bash", "a", "ok"), ("bash", "b", "ok"), ("bash", "c", "ok"))
+    assert scan(short) == []  # an acknowledgement shorter than MIN_OUTPUT
+    assert len("ok") < MIN_OUTPUT <= len(LONG)
+    blank = " " * MIN_OUTPUT + "\n"
+    assert scan(replayed(("bash", "a", blank), ("bash", "b", blank), ("bash", "c", blank))) == []
+    failing = "Error: " + LONG  # a failure is same_failure's, not an output
+    calls = replayed(("bash", "a", failing), ("bash", "b", failing), ("bash", "c", failing))
+    assert [loop.shape for loop in scan(calls)] == ["same_failure"]
+
+
 def test_a_file_without_labels_says_so() -> None:
     excerpt = Path(__file__).parent / "data" / "corpus_excerpt.jsonl"
     assert table(str(excerpt), []) == (
@@ -259,14 +326,14 @@ def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(
 # as docs/guides/detectors.md, "What they find on real conversations", gives them.
 FIGURES = {
     "mini_swe_gemini3pro.dev.labels.jsonl": {
-        ("repeat", "defaults"): (0, 0, 0, 8),
-        ("stale", "defaults"): (3, 2, 2, 8),
-        ("same_error", "defaults"): (0, 0, 0, 8),
-        ("any", "defaults"): (3, 2, 2, 8),
-        ("repeat", "recommended"): (0, 0, 0, 8),
-        ("stale", "recommended"): (5, 4, 4, 8),
-        ("same_error", "recommended"): (0, 0, 0, 8),
-        ("any", "recommended"): (5, 4, 4, 8),
+        ("repeat", "defaults"): (0, 0, 0, 12),
+        ("stale", "defaults"): (3, 2, 2, 12),
+        ("same_error", "defaults"): (0, 0, 0, 12),
+        ("any", "defaults"): (3, 2, 2, 12),
+        ("repeat", "recommended"): (0, 0, 0, 12),
+        ("stale", "recommended"): (5, 4, 4, 12),
+        ("same_error", "recommended"): (0, 0, 0, 12),
+        ("any", "recommended"): (5, 4, 4, 12),
     },
     "tau_bench_gpt4o_airline.dev.labels.jsonl": {
         ("repeat", "defaults"): (0, 0, 0, 1),
