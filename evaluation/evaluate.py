@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain.detectors import PARTS
+from repeat_reminder_langchain.reminder import DETECTORS, Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 
 from .reruns import Rerun, reruns
@@ -12,7 +13,8 @@ from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, swee
 
 __all__ = ["ALONE", "FileReport", "evaluate"]
 
-ALONE: tuple[Detector, ...] = ("repeat", "stale", "same_error")
+ALONE: tuple[Detector, ...] = DETECTORS
+"""Every detector, each run alone, in the order they take precedence."""
 """The detectors run one at a time, each with the others off (then all together)."""
 
 
@@ -26,8 +28,9 @@ class FileReport:
         conversations: The file's conversations, as read.
         calls: Tool calls in it.
         tracked: Of those, the ones the guard counts (the others are excluded).
-        outcomes: Per detector alone (`repeat`, `stale`, `same_error`) and `all` together.
-        sweeps: For `stale` and `same_error`, the firings at each threshold of `SWEEP`.
+        outcomes: Per detector alone and `all` together.
+        sweeps: For each detector with thresholds of its own, the firings at each threshold
+            of `SWEEP`.
         reruns: Every re-run of a call, sorted by kind (see `evaluation.reruns`).
         replays: The replays with only `stale` in use, to show a firing in context.
     """
@@ -53,13 +56,10 @@ def evaluate(path: str, settings: Settings) -> FileReport:
     replays["all"] = replay_all(conversations, settings.config(ALONE))
     for name, replayed in replays.items():
         outcomes[name] = Outcome([f for item in replayed for f in item.firings()])
-    sweeps = {
-        "stale": sweep(
-            replay_all(conversations, settings.config(["stale"], stale_thresholds=SWEEP))
-        ),
-        "same_error": sweep(
-            replay_all(conversations, settings.config(["same_error"], same_error_thresholds=SWEEP))
-        ),
+    sweeps: dict[str, list[Sweep]] = {
+        detector: sweep(replay_all(conversations, settings.config([detector], **{str(own): SWEEP})))
+        for detector in ALONE
+        if (own := PARTS[detector].thresholds) is not None
     }
     calls = [item for replayed in replays["repeat"] for item in replayed.calls]
     return FileReport(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
+from repeat_reminder_langchain.detectors import PARTS
 from repeat_reminder_langchain.reminder import Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 
@@ -84,15 +85,10 @@ LoopKey = tuple[int, str, tuple[int, ...]]
 Fires = tuple[tuple[str, int], ...]
 """(setting, threshold) pairs a flag fires under."""
 
-_FIELD: dict[str, str] = {
-    "repeat": "thresholds",
-    "stale": "stale_thresholds",
-    "same_error": "same_error_thresholds",
-}
-
 
 def _config(settings: Settings, detector: Detector, threshold: int) -> ReminderConfig:
-    return settings.config([detector], **{_FIELD[detector]: (threshold,)})
+    field = PARTS[detector].thresholds or "thresholds"
+    return settings.config([detector], **{field: (threshold,)})
 
 
 def flags(conversations: Sequence[Conversation]) -> dict[FlagKey, Fires]:
@@ -291,13 +287,13 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
         "   settings: " + "; ".join(f"{name} = {_describe(s)}" for name, s in SETTINGS.items()),
         "   precision = genuine / labelled flags; recall = loops with a flag on one of their "
         "calls / labelled loops",
-        f"   {'detector':<12}{'setting':<13}{'at':>3}{'flags':>7}{'genuine':>9}{'false':>7}"
+        f"   {'detector':<17}{'setting':<13}{'at':>3}{'flags':>7}{'genuine':>9}{'false':>7}"
         f"{'unlabelled':>12}{'precision':>11}{'recall':>12}",
     ]
     for row in score(raised, labels):
         recall = f"{row.found}/{row.loops} {_percent(row.recall)}"
         lines.append(
-            f"   {row.detector:<12}{row.setting:<13}{row.threshold:>3}{row.flags:>7}"
+            f"   {row.detector:<17}{row.setting:<13}{row.threshold:>3}{row.flags:>7}"
             f"{row.genuine:>9}{row.false:>7}{row.unlabelled:>12}"
             f"{_percent(row.precision):>11}{recall:>12}"
         )

@@ -49,7 +49,7 @@ def text(report: FileReport) -> str:
     for name, rows in report.sweeps.items():
         cells = "".join(f"{f'{row.firings}/{row.conversations}':>10}" for row in rows)
         heads = "".join(f"{'at ' + str(row.threshold):>10}" for row in rows)
-        if name == "stale":
+        if name == next(iter(report.sweeps)):
             lines.append(f"   {'':<16}{heads}")
         lines.append(f"   {name:<16}{cells}")
     lines += [

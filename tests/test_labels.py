@@ -34,12 +34,13 @@ from evaluation.labels import (
 from evaluation.run import load, replay_all
 from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain.detectors import PARTS
 from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling.logs import Conversation
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FILES = sorted(LABELS.glob("*.labels.jsonl"))
-DETECTORS = ("repeat", "stale", "same_error")
+DETECTORS = tuple(PARTS)
 
 
 def records(path: Path) -> list[dict[str, object]]:
@@ -137,7 +138,7 @@ def test_precision_and_recall_on_a_hand_made_example() -> None:
         },
     )
     rows = {(r.detector, r.setting, r.threshold): r for r in score(raised, labels)}
-    assert len(rows) == 4 * len(SETTINGS) * len(THRESHOLDS)
+    assert len(rows) == (len(DETECTORS) + 1) * len(SETTINGS) * len(THRESHOLDS)  # and "any"
 
     stale = rows["stale", "defaults", 2]
     assert (stale.flags, stale.genuine, stale.false, stale.unlabelled) == (3, 1, 1, 1)
@@ -329,20 +330,28 @@ FIGURES = {
         ("repeat", "defaults"): (0, 0, 0, 12),
         ("stale", "defaults"): (3, 2, 2, 12),
         ("same_error", "defaults"): (0, 0, 0, 12),
+        ("recurring_error", "defaults"): (0, 0, 0, 12),
+        ("cycle", "defaults"): (0, 0, 0, 12),
         ("any", "defaults"): (3, 2, 2, 12),
         ("repeat", "recommended"): (0, 0, 0, 12),
         ("stale", "recommended"): (5, 4, 4, 12),
         ("same_error", "recommended"): (0, 0, 0, 12),
+        ("recurring_error", "recommended"): (0, 0, 0, 12),
+        ("cycle", "recommended"): (0, 0, 0, 12),
         ("any", "recommended"): (5, 4, 4, 12),
     },
     "tau_bench_gpt4o_airline.dev.labels.jsonl": {
         ("repeat", "defaults"): (0, 0, 0, 1),
         ("stale", "defaults"): (1, 1, 1, 1),
         ("same_error", "defaults"): (0, 0, 0, 1),
+        ("recurring_error", "defaults"): (0, 0, 0, 1),
+        ("cycle", "defaults"): (0, 0, 0, 1),
         ("any", "defaults"): (1, 1, 1, 1),
         ("repeat", "recommended"): (1, 1, 1, 1),
         ("stale", "recommended"): (1, 1, 1, 1),
         ("same_error", "recommended"): (1, 1, 1, 1),
+        ("recurring_error", "recommended"): (1, 1, 1, 1),
+        ("cycle", "recommended"): (0, 0, 0, 1),
         ("any", "recommended"): (1, 1, 1, 1),
     },
 }
