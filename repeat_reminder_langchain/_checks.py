@@ -6,6 +6,7 @@ Each returns the value in the form the guard keeps (a tuple, sorted thresholds) 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ __all__ = [
     "check_repeat_every",
     "check_thresholds",
     "compile_patterns",
+    "did_you_mean",
     "is_int",
     "validation_problems",
 ]
@@ -90,3 +92,9 @@ def validation_problems(error: ValidationError) -> str:
         message = str(problem["msg"]).removeprefix("Value error, ")
         lines.append(f"{field}: {message}" if field else message)
     return "\n".join(lines)
+
+
+def did_you_mean(name: object, known: Sequence[str], what: str) -> str:
+    """The end of an error about an unknown name: the nearest known one, or all of them."""
+    close = difflib.get_close_matches(str(name), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else f"; {what} are {', '.join(known)}"

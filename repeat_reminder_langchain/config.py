@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from os import PathLike, fspath
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from pydantic import (
@@ -23,9 +24,11 @@ from ._checks import (
     check_repeat_every,
     check_thresholds,
     compile_patterns,
+    did_you_mean,
     is_int,
     validation_problems,
 )
+from ._settings_file import read_settings, settings_text
 from .detectors import PARTS
 from .policy import Rules, ToolPolicy, compile_paths
 from .reminder import Detector, ExitBehavior
@@ -253,7 +256,7 @@ class ReminderConfig(BaseModel):
         for name in value:
             if name not in known:
                 raise ValueError(
-                    f"unknown detector {name!r}{_did_you_mean(name, known, 'detectors')}"
+                    f"unknown detector {name!r}{did_you_mean(name, known, 'detectors')}"
                 )
         if len(set(value)) != len(value):
             raise ValueError(f"must not name a detector twice, got {list(value)}")
@@ -340,6 +343,61 @@ class ReminderConfig(BaseModel):
     def __hash__(self) -> int:
         return hash((tuple(self.__dict__.values()), frozenset(self.model_fields_set)))
 
+    @classmethod
+    def from_file(cls, path: str | PathLike[str], **fields: Any) -> ReminderConfig:
+        """The configuration a TOML or JSON file holds, with `fields` over it.
+
+        The file's top level holds the fields (in `pyproject.toml`, its
+        `[tool.repeat-reminder]` table), checked as strictly as the keywords are:
+
+        ```toml
+        thresholds = [3, 5, 8]
+        exclude = ["think"]
+        detect = ["repeat", "stale", "same_error"]
+        error_pattern = "^Error"
+
+        [ignore_arguments]
+        run_shell = ["description"]
+        ```
+
+        Raises:
+            ConfigError: The file cannot be read, is not TOML or JSON, names something that
+                is not a field, or holds a value that breaks its field's rule; the message
+                names the file, and the line or the field.
+        """
+        try:
+            stored = read_settings(path, list(cls.model_fields))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        check_field_names(fields)
+        try:
+            return cls(**{**stored, **fields})
+        except ConfigError as error:
+            problems = str(error).splitlines()
+            given = set(fields)
+            raise ConfigError(
+                "\n".join(
+                    p if p.split(":")[0] in given else f"{fspath(path)}: {p}" for p in problems
+                )
+            ) from None
+
+    def to_file(self, path: str | PathLike[str]) -> None:
+        """Write the fields set explicitly to a TOML or JSON file `from_file` reads back.
+
+        Raises:
+            ConfigError: `path` is neither `.toml` nor `.json`, or `not_user` is a function
+                (a file holds a pattern only).
+        """
+        if callable(self.not_user):
+            raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
+        fields = self.model_dump(mode="json", include=set(self.model_fields_set))
+        ordered = {name: fields[name] for name in type(self).model_fields if name in fields}
+        try:
+            text = settings_text(ordered, path)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        Path(path).write_text(text, encoding="utf-8")
+
     def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""
         return self.rules(tool, policy) is not None
@@ -380,17 +438,12 @@ class ReminderConfig(BaseModel):
         return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored))
 
 
-def _did_you_mean(name: object, known: Sequence[str], what: str) -> str:
-    close = difflib.get_close_matches(str(name), known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else f"; {what} are {', '.join(known)}"
-
-
 def check_field_names(fields: Mapping[str, Any]) -> None:
     """Raise `TypeError` for a keyword that names no `ReminderConfig` field."""
     known = list(ReminderConfig.model_fields)
     for name in fields:
         if name not in known:
-            hint = _did_you_mean(name, known, "fields")
+            hint = did_you_mean(name, known, "fields")
             raise TypeError(f"unknown ReminderConfig field {name!r}{hint}")
 
 

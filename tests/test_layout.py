@@ -23,6 +23,7 @@ LANGCHAIN = ("langchain", "langchain_core", "langgraph")
 ROOMS = {
     "core": {
         "_checks",
+        "_settings_file",
         "_counter",
         "_install",
         "canonical",

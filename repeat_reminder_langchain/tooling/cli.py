@@ -12,7 +12,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
 from typing import Any, NoReturn
 
@@ -172,6 +172,12 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
     group = command.add_argument_group("guard options (as ReminderConfig's fields)")
     add = group.add_argument
     add(
+        "--config",
+        metavar="FILE",
+        help="the settings in a TOML or JSON file (ReminderConfig.from_file); the options "
+        "below override it",
+    )
+    add(
         "--thresholds",
         type=_numbers,
         metavar="N,N,...",
@@ -317,6 +323,12 @@ def _parser() -> argparse.ArgumentParser:
         "conversation's timeline and calls",
     )
     audit.add_argument(
+        "--write-config",
+        metavar="FILE",
+        help="also write the settings in use (--config and the options) to a TOML or JSON "
+        "file that --config and ReminderConfig.from_file read",
+    )
+    audit.add_argument(
         "--fail-on",
         type=_fail_on,
         metavar="gentle|detailed|N",
@@ -390,14 +402,18 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
             ignored.setdefault(tool, []).extend(keys)
         fields["ignore_arguments"] = ignored
     try:
+        if args.config is not None:
+            return ReminderConfig.from_file(args.config, **fields)
         return ReminderConfig(**fields)
     except ConfigError as error:
-        problems = "; ".join(map(_option_problem, str(error).splitlines()))
+        problems = "; ".join(_option_problem(line, fields) for line in str(error).splitlines())
         raise _UsageError(problems, args.command) from None
 
 
-def _option_problem(line: str) -> str:
-    """A configuration problem in the words of the command line: options, not fields."""
+def _option_problem(line: str, given: Mapping[str, Any]) -> str:
+    """A problem of an option in the words of the command line (a file's names its field)."""
+    if line.split(":", maxsplit=1)[0] not in given:
+        return line
     names = "|".join(ReminderConfig.model_fields)
     return re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-"), line)
 
@@ -418,6 +434,16 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
     if isinstance(fail_on, int) and found >= fail_on:
         return f"{plural(found, 'reminder')} found (--fail-on {fail_on})"
     return None
+
+
+def _write_config(config: ReminderConfig, path: str) -> None:
+    try:
+        config.to_file(path)
+    except ConfigError as error:
+        raise _UsageError(str(error), "audit") from None
+    except OSError as error:
+        raise _Failure(f"{path}: cannot write the settings ({error.strerror})") from None
+    print(f"settings: {os.path.abspath(path)}", file=sys.stderr)
 
 
 def _sources(args: argparse.Namespace) -> None:
@@ -442,6 +468,8 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
 
     _sources(args)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
+    if args.write_config is not None:
+        _write_config(config, args.write_config)
     # Opened first, so that a report that cannot be written fails before a long audit.
     try:
         html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115

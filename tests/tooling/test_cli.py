@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import messages_to_dict
 
-from repeat_reminder_langchain import __version__
+from repeat_reminder_langchain import ReminderConfig, __version__
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
@@ -246,3 +246,81 @@ def test_a_reader_gone_away_is_no_error(monkeypatch: pytest.MonkeyPatch) -> None
         monkeypatch.setattr(sys, "stdout", pipe)
         assert main(["demo"]) == 0
         monkeypatch.undo()
+
+
+# -- settings in a file -----------------------------------------------------------------------
+
+
+def test_a_settings_file_is_read_and_options_go_over_it(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "guard.toml"
+    path.write_text('thresholds = [2, 4]\nexclude = ["think"]\n', encoding="utf-8")
+    found = settings(capsys, ["audit", log, "--json", "--config", str(path), "--thresholds", "5"])
+
+    assert (found["thresholds"], found["exclude"]) == ([5], ["think"])
+
+
+@pytest.mark.parametrize("name", ["used.toml", "used.json"])
+def test_the_settings_in_use_are_written_for_the_guard_to_read(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, name: str
+) -> None:
+    path = tmp_path / name
+    argv = ["audit", log, "--json", "--detect", "repeat,stale", "--exclude", "think"]
+    used = settings(capsys, [*argv, "--write-config", str(path)])
+
+    assert ReminderConfig.from_file(path) == ReminderConfig(
+        detect=["repeat", "stale"], exclude=["think"]
+    )
+    assert used["detect"] == ["repeat", "stale"]
+    assert settings(capsys, ["audit", log, "--json", "--config", str(path)]) == used
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("threshold = [3]\n", "unknown setting 'threshold'; did you mean 'thresholds'?"),
+        ("thresholds = [1]\n", "thresholds: invalid threshold 1"),
+        ("thresholds = [3\n", "not TOML: "),
+    ],
+)
+def test_a_settings_file_that_is_wrong_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "guard.toml"
+    path.write_text(text, encoding="utf-8")
+    line = usage_error(capsys, ["audit", log, "--config", str(path)], "audit")
+    assert line.startswith(f"{path}: {problem}")
+
+
+def test_an_option_over_a_file_is_named_as_the_option(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "guard.toml"
+    path.write_text("thresholds = [3]\n", encoding="utf-8")
+    argv = ["audit", log, "--config", str(path), "--escalate-after", "3"]
+    assert usage_error(capsys, argv, "audit").startswith(
+        "--escalate-after: must be greater than every threshold of the repeat detector (the "
+        "last is 3)"
+    )
+
+
+def test_settings_that_cannot_be_written_stop_before_the_audit(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    argv = ["audit", log, "--write-config", str(tmp_path / "a.ini")]
+    assert usage_error(capsys, argv, "audit").endswith("a settings file is .toml or .json")
+    assert main(["audit", log, "--write-config", str(tmp_path / "none" / "a.toml")]) == 2
+    assert "cannot write the settings (No such file or directory)" in capsys.readouterr().err
+
+
+def test_the_demo_reads_a_settings_file_too(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "guard.json"
+    path.write_text('{"thresholds": [2, 3], "escalate_after": 4}', encoding="utf-8")
+    assert main(["demo", "--config", str(path)]) == 0
+    assert "Stopped: the agent was looping on `job_status`" in capsys.readouterr().out
+    path.write_text('{"escalate_after": 3}', encoding="utf-8")
+    line = usage_error(capsys, ["demo", "--config", str(path)], "demo")
+    assert line.startswith(f"{path}: escalate_after: must be greater than every threshold")

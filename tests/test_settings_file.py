@@ -1,0 +1,109 @@
+"""Settings in a file: `ReminderConfig.from_file` and `to_file`, TOML and JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from repeat_reminder_langchain import ConfigError, ReminderConfig
+
+TOML = """\
+thresholds = [5, 2]
+exclude = ["think", "todo_*"]
+detect = ["repeat", "same_error"]
+error_pattern = '^Error: "(.*)"'
+escalate_after = 9
+
+[ignore_arguments]
+"run_*" = ["description", "options.timeout*"]
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_toml_file_holds_the_fields_and_keywords_go_over_it(tmp_path: Path) -> None:
+    path = write(tmp_path, "guard.toml", TOML)
+    config = ReminderConfig.from_file(path, escalate_after=12)
+
+    assert config == ReminderConfig(
+        thresholds=[2, 5],
+        exclude=["think", "todo_*"],
+        detect=["repeat", "same_error"],
+        error_pattern='^Error: "(.*)"',
+        escalate_after=12,
+        ignore_arguments={"run_*": ["description", "options.timeout*"]},
+    )
+    assert not config.tracks("todo_write")
+
+
+def test_pyproject_holds_them_in_its_tool_table(tmp_path: Path) -> None:
+    text = '[project]\nname = "x"\n\n[tool.repeat-reminder]\nthresholds = [4]\n'
+    assert ReminderConfig.from_file(write(tmp_path, "pyproject.toml", text)).thresholds == (4,)
+    with pytest.raises(ConfigError, match=r"pyproject.toml: no \[tool.repeat-reminder\] table$"):
+        ReminderConfig.from_file(write(tmp_path, "pyproject.toml", 'tool = "x"\n'))
+
+
+@pytest.mark.parametrize("name", ["out.toml", "out.json"])
+def test_what_to_file_writes_from_file_reads_back_the_same(tmp_path: Path, name: str) -> None:
+    config = ReminderConfig.from_file(write(tmp_path, "in.toml", TOML), not_user="\\Anotice")
+    config.to_file(tmp_path / name)
+
+    assert ReminderConfig.from_file(tmp_path / name) == config  # the fields set, and only them
+    assert ReminderConfig().model_fields_set == set()
+
+
+def test_a_json_file_says_null_where_toml_leaves_the_field_out(tmp_path: Path) -> None:
+    config = ReminderConfig(repeat_every=None, thresholds=[3])
+    config.to_file(tmp_path / "out.json")
+    config.to_file(tmp_path / "out.toml")
+
+    assert json.loads((tmp_path / "out.json").read_text()) == {
+        "thresholds": [3],
+        "repeat_every": None,
+    }
+    assert (tmp_path / "out.toml").read_text() == "thresholds = [3]\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("a.toml", "threshold = [3]\n", "a.toml: unknown setting 'threshold'; did you mean"),
+        ("a.toml", "thresholds = [1]\n", "a.toml: thresholds: invalid threshold 1"),
+        ("a.toml", "thresholds = [3\n", "a.toml: not TOML: "),
+        ("a.json", '{"thresholds": [3],\n "detect": }', "a.json:2:12: not JSON: Expecting value"),
+        ("a.json", "[3]", "a.json: the settings must be a table of fields, got [3]"),
+        ("a.yaml", "thresholds: [3]", "a.yaml: a settings file is .toml or .json"),
+        ("a.toml", "\udcff", "a.toml: cannot be read"),
+    ],
+)
+def test_a_file_that_is_wrong_says_where(
+    tmp_path: Path, name: str, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\xff" if text == "\udcff" else text.encode())
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(path)
+    assert str(caught.value).startswith(str(tmp_path / problem))
+
+
+def test_a_missing_file_and_a_bad_keyword_are_said_as_theirs(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot be read: No such file or directory"):
+        ReminderConfig.from_file(tmp_path / "none.toml")
+    path = write(tmp_path, "a.toml", "thresholds = [3]\n")
+    with pytest.raises(ConfigError, match=r"^repeat_every: must be an integer >= 1"):
+        ReminderConfig.from_file(path, repeat_every=0)  # the keyword's, not the file's
+    with pytest.raises(TypeError, match="unknown ReminderConfig field 'repeats'"):
+        ReminderConfig.from_file(path, repeats=2)
+
+
+def test_what_a_file_cannot_hold_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not_user: a function cannot be written"):
+        ReminderConfig(not_user=lambda text: True).to_file(tmp_path / "a.toml")
+    with pytest.raises(ConfigError, match=r"a settings file is \.toml or \.json"):
+        ReminderConfig().to_file(tmp_path / "a.ini")
