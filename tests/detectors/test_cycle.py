@@ -130,3 +130,8 @@ def test_the_detailed_reminder_quotes_the_round() -> None:
         '  2. run {"cmd":"python t.py"}',
         '  3. edit {"delete":3}',
     ]
+
+
+def test_a_stored_memory_it_wrote_is_read_back() -> None:
+    kept = {"calls": [["s", "edit", "{}"], ["t", "run", "{}"]], "runs": [1, 0, 0]}
+    assert read_record({"detectors": {"cycle": kept}}) == {"detectors": {"cycle": kept}}

@@ -100,3 +100,9 @@ def test_each_payment_method_the_user_names_is_a_call_of_its_own() -> None:
 def test_consecutive_identical_failures_are_said_by_repeat_first() -> None:
     config = ReminderConfig(detect=["repeat", "recurring_error"], error_pattern="^Error")
     assert play([[BOOK]] * 3, config)[1] == [("repeat", "gentle", "book", 3)]
+
+
+def test_a_stored_memory_it_wrote_is_read_back() -> None:
+    kept = {"calls": {"a": ["e", 2], "b": ["f", 1]}}
+    stored = {"detectors": {"recurring_error": kept}}
+    assert read_record(stored) == stored
