@@ -34,6 +34,7 @@ from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain.detectors import PARTS
 from repeat_reminder_langchain.reminder import Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
+from repeat_reminder_langchain.tooling.suggest import Suggester
 
 from .evaluate import ALONE
 from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all
@@ -49,11 +50,13 @@ __all__ = [
     "Labels",
     "LoopKey",
     "Row",
+    "every_setting",
     "flags",
     "labels_path",
     "loops",
     "read_labels",
     "score",
+    "suggested",
     "table",
 ]
 
@@ -91,17 +94,36 @@ def _config(settings: Settings, detector: Detector, threshold: int) -> ReminderC
     return settings.config([detector], **{field: (threshold,)})
 
 
-def flags(conversations: Sequence[Conversation]) -> dict[FlagKey, Fires]:
+def suggested(conversations: Sequence[Conversation]) -> Settings:
+    """The settings `audit --suggest` derives from these conversations alone."""
+    suggester = Suggester()
+    for conversation in conversations:
+        suggester.add(conversation)
+    config = suggester.finish().config
+    not_user = config.not_user if isinstance(config.not_user, str) else None
+    return Settings(
+        error_pattern=config.error_pattern, exclude=tuple(config.exclude), not_user=not_user
+    )
+
+
+def every_setting(conversations: Sequence[Conversation]) -> dict[str, Settings]:
+    """`SETTINGS`, and the settings suggested for these conversations (`suggested`)."""
+    return {**SETTINGS, "suggested": suggested(conversations)}
+
+
+def flags(
+    conversations: Sequence[Conversation], settings: Mapping[str, Settings] = SETTINGS
+) -> dict[FlagKey, Fires]:
     """Every flag of every detector alone, at every setting and threshold labelled.
 
     One replay per detector, setting and threshold: a flag is exactly what that configuration
     sends, with nothing inferred from another threshold's counts.
     """
     found: dict[FlagKey, list[tuple[str, int]]] = {}
-    for name, settings in SETTINGS.items():
+    for name, setting in settings.items():
         for detector in ALONE:
             for threshold in THRESHOLDS:
-                for replayed in replay_all(conversations, _config(settings, detector, threshold)):
+                for replayed in replay_all(conversations, _config(setting, detector, threshold)):
                     for firing in replayed.firings():
                         key = (firing.conversation, firing.call, firing.detector)
                         found.setdefault(key, []).append((name, threshold))
@@ -216,6 +238,7 @@ def score(
     raised: Mapping[FlagKey, Fires],
     labels: Labels,
     detectors: Sequence[str] = (*ALONE, "any"),
+    settings: Iterable[str] = SETTINGS,
 ) -> list[Row]:
     """Every row of the table: `raised` (from `flags`) judged by `labels`."""
     # Two shapes can find the same calls (a failure repeated with the same arguments is both a
@@ -224,7 +247,7 @@ def score(
         {(c, calls) for (c, _, calls), (label, _) in labels.loops.items() if label == "loop"}
     )
     rows = []
-    for setting in SETTINGS:
+    for setting in settings:
         for detector in detectors:
             for threshold in THRESHOLDS:
                 chosen = [
@@ -275,7 +298,8 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
     labels = read_labels(path)
     if conversations is None:
         conversations = load(corpus)
-    raised = flags(conversations)
+    every = every_setting(conversations)
+    raised = flags(conversations, every)
     found = loops(replay_all(conversations, ReminderConfig()))
     real = {(c, calls) for (c, _, calls), (label, _) in labels.loops.items() if label == "loop"}
     lines = [
@@ -284,13 +308,13 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
         f"{sum(key not in labels.flags for key in raised)} flags, "
         f"{sum(key not in labels.loops for key in found)} candidate loops; labelled and not "
         f"raised now: {sum(key not in raised for key in labels.flags)} flags",
-        "   settings: " + "; ".join(f"{name} = {_describe(s)}" for name, s in SETTINGS.items()),
+        "   settings: " + "; ".join(f"{name} = {_describe(s)}" for name, s in every.items()),
         "   precision = genuine / labelled flags; recall = loops with a flag on one of their "
         "calls / labelled loops",
         f"   {'detector':<17}{'setting':<13}{'at':>3}{'flags':>7}{'genuine':>9}{'false':>7}"
         f"{'unlabelled':>12}{'precision':>11}{'recall':>12}",
     ]
-    for row in score(raised, labels):
+    for row in score(raised, labels, settings=every):
         recall = f"{row.found}/{row.loops} {_percent(row.recall)}"
         lines.append(
             f"   {row.detector:<17}{row.setting:<13}{row.threshold:>3}{row.flags:>7}"
@@ -303,4 +327,10 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
 def _describe(settings: Settings) -> str:
     if settings == Settings():
         return "the guard's defaults"
-    return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, not_user=NOT_USER"
+    if settings == SETTINGS["recommended"]:
+        return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, not_user=NOT_USER"
+    return "audit --suggest's: " + ", ".join(
+        f"{name}={getattr(settings, name)!r}"
+        for name in ("exclude", "error_pattern", "not_user")
+        if getattr(settings, name)
+    )

@@ -24,11 +24,13 @@ from evaluation.labels import (
     Fires,
     FlagKey,
     Labels,
+    every_setting,
     flags,
     labels_path,
     loops,
     read_labels,
     score,
+    suggested,
     table,
 )
 from evaluation.run import load, replay_all
@@ -307,7 +309,7 @@ def raised() -> dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]:
         if not corpus.exists():
             corpus = corpus.with_suffix(".json")
         conversations = load(str(corpus))
-        found[path.name] = (conversations, flags(conversations))
+        found[path.name] = (conversations, flags(conversations, every_setting(conversations)))
     return found
 
 
@@ -362,11 +364,29 @@ FIGURES = {
 def test_precision_and_recall_are_the_figures_the_docs_give(
     path: Path, raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]
 ) -> None:
-    rows = score(raised[path.name][1], read_labels(path))
+    conversations, flagged = raised[path.name]
+    rows = score(flagged, read_labels(path), settings=every_setting(conversations))
     measured = {
         (row.detector, row.setting): (row.flags, row.genuine, row.found, row.loops)
         for row in rows
         if row.threshold == 3
     }
-    assert measured == FIGURES[path.name]
+    assert {k: v for k, v in measured.items() if k[1] != "suggested"} == FIGURES[path.name]
     assert all(row.unlabelled == 0 for row in rows)
+    # What `audit --suggest` derives from the file alone does as well as the hand-written
+    # recommended settings, on every row: each detector, each threshold.
+    by = {(r.detector, r.setting, r.threshold): (r.flags, r.genuine, r.found) for r in rows}
+    assert {k[::2]: v for k, v in by.items() if k[1] == "suggested"} == {
+        k[::2]: v for k, v in by.items() if k[1] == "recommended"
+    }
+
+
+@needs_corpus
+def test_the_settings_suggested_for_each_corpus_are_the_ones_a_person_found(
+    raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]],
+) -> None:
+    tau, shell = (suggested(raised[path.name][0]) for path in reversed(FILES))
+    assert (tau.exclude, tau.error_pattern, tau.not_user) == (("think",), r"\AError:", None)
+    assert shell.exclude == ()
+    assert shell.not_user == r"\APlease always provide EXACTLY ONE action"
+    assert shell.error_pattern is not None and shell.error_pattern.startswith(r"\A<returncode>")

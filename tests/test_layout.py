@@ -53,6 +53,7 @@ ROOMS = {
         "tooling.logs",
         "tooling.progress",
         "tooling.report",
+        "tooling.suggest",
         "tooling.tables",
         "tooling.transcript",
         "tooling.viz",

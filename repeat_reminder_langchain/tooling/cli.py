@@ -11,10 +11,12 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 from .. import __version__
 from ..config import THRESHOLDS, ConfigError, ReminderConfig
@@ -56,6 +58,13 @@ Findings, one per model turn the guard would have reminded (one message): conver
   one's values side by side ("reasons" in --json); and sent (when the conversations hold
   reminders the guard sent): yes where the conversation holds that turn's reminder.
 A note says when excluding a bookkeeping tool (think, write_todos, ...) would reveal more.
+
+--suggest reads the conversations for the settings they call for instead, each with its
+evidence: bookkeeping tools to exclude (called between identical calls, their results empty
+or constant), an error_pattern (how results that are errors start), not_user (a user-role
+notice that starts alike in many conversations); then, with them, the flags each detector
+would raise at thresholds 2, 3 and 4. It prints them as Python and as options;
+--write-config FILE writes them for --config and ReminderConfig.from_file.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
 
@@ -323,10 +332,17 @@ def _parser() -> argparse.ArgumentParser:
         "conversation's timeline and calls",
     )
     audit.add_argument(
+        "--suggest",
+        action="store_true",
+        help="propose the settings these conversations call for, with the evidence, "
+        "instead of the audit",
+    )
+    audit.add_argument(
         "--write-config",
         metavar="FILE",
-        help="also write the settings in use (--config and the options) to a TOML or JSON "
-        "file that --config and ReminderConfig.from_file read",
+        help="also write the settings in use (--config and the options; with --suggest, "
+        "the suggested ones) to a TOML or JSON file that --config and "
+        "ReminderConfig.from_file read",
     )
     audit.add_argument(
         "--fail-on",
@@ -460,13 +476,81 @@ def _sources(args: argparse.Namespace) -> None:
         raise _UsageError("--id-key names a record field: a thread's id is its own", "audit")
 
 
-def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
-    from .audit import Auditor
+def _suggest(args: argparse.Namespace, config: ReminderConfig) -> int:
+    from .suggest import Suggester, Sweeper
+    from .tables import format_suggestion
+
+    for name in ("html", "fail_on"):
+        if getattr(args, name) is not None:
+            option = f"--{name.replace('_', '-')}"
+            raise _UsageError(f"{option} goes with the audit, not --suggest", "audit")
+    suggester = Suggester(config)
+    spool = _spool(args)
+    _read(args, suggester.add, stdin=spool)
+    suggestion = suggester.finish()
+    if spool is not None:
+        spool.seek(0)
+    _read(args, Sweeper(suggestion).add, stdin=spool)  # the counts under what it suggests
+    if args.write_config is not None:
+        _write_config(suggestion.config, args.write_config)
+    if args.json:
+        print(json.dumps(suggestion.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(format_suggestion(suggestion))
+    return 0
+
+
+def _spool(args: argparse.Namespace) -> IO[bytes] | None:
+    """Standard input, kept to be read twice (in memory, or on disk when it is large)."""
+    if args.checkpointer is not None or "-" not in args.files:
+        return None
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - closed at exit
+    shutil.copyfileobj(sys.stdin.buffer, spool)
+    spool.seek(0)
+    return spool
+
+
+def _read(
+    args: argparse.Namespace, add: Callable[[Any], object], *, stdin: IO[bytes] | None
+) -> Any:
+    """Hand every conversation the command names to `add`, with the progress bar; the reader.
+
+    Raises:
+        _Failure: Something cannot be read.
+    """
     from .logs import LogError
     from .progress import ProgressBar
+
+    bar: ProgressBar | None = None
+
+    def warn(problem: str) -> None:
+        if bar is not None:
+            bar.close()  # redrawn at the next thread, below the warning
+        print(f"warning: skipped {problem}", file=sys.stderr)
+
+    reader, conversations = _reader(args, warn, stdin=stdin)
+    try:
+        with closing(conversations):
+            for conversation in conversations:
+                if bar is None:
+                    bar = _bar(reader, drawn=not args.quiet and sys.stderr.isatty())
+                add(conversation)
+                bar.update(_done(reader), conversation.index + 1)
+    except LogError as error:
+        raise _Failure(str(error)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    return reader
+
+
+def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
+    from .audit import Auditor
     from .tables import format_audit
 
     _sources(args)
+    if args.suggest:
+        return _suggest(args, config)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
     if args.write_config is not None:
         _write_config(config, args.write_config)
@@ -475,29 +559,13 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115
     except OSError as error:
         raise _Failure(f"{args.html}: cannot write the report ({error.strerror})") from None
-    bar: ProgressBar | None = None
-
-    def warn(problem: str) -> None:
-        if bar is not None:
-            bar.close()  # redrawn at the next thread, below the warning
-        print(f"warning: skipped {problem}", file=sys.stderr)
-
-    reader, conversations = _reader(args, warn)
     try:
-        with closing(conversations):
-            for conversation in conversations:
-                if bar is None:
-                    bar = _bar(reader, drawn=not args.quiet and sys.stderr.isatty())
-                auditor.add(conversation)
-                bar.update(_done(reader), conversation.index + 1)
-    except LogError as error:
+        reader = _read(args, auditor.add, stdin=None)
+    except _Failure:
         if html is not None:  # no half-written report left behind
             html.close()
             os.remove(args.html)
-        raise _Failure(str(error)) from None
-    finally:
-        if bar is not None:
-            bar.close()
+        raise
     result = auditor.finish(
         reader.skipped, reader.problems, reader.sources, threads=args.checkpointer is not None
     )
@@ -519,7 +587,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
 
 
 def _reader(
-    args: argparse.Namespace, warn: Callable[[str], None]
+    args: argparse.Namespace, warn: Callable[[str], None], *, stdin: IO[bytes] | None = None
 ) -> tuple[Any, Generator[Any, None, None]]:
     """What reads the conversations (files, or a checkpointer's threads), and what it reads."""
     from .checkpointer import CheckpointReader, Selection
@@ -527,7 +595,7 @@ def _reader(
 
     if args.checkpointer is None:
         files = LogReader(
-            messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad
+            messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad, stdin=stdin
         )
         return files, files.read(args.files)
     selection = Selection(

@@ -5,10 +5,13 @@ Everything the command line and the report say about an audit is worded here, on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..config import THRESHOLDS, ReminderConfig
 from .findings import Audit, ConversationAudit, Finding, settings
+from .suggest import SWEEP, Proposal, Suggestion
 
 __all__ = [
     "NO_FINDINGS",
@@ -17,6 +20,7 @@ __all__ = [
     "finding_rows",
     "findings_title",
     "format_audit",
+    "format_suggestion",
     "headline",
     "notes",
     "plural",
@@ -223,3 +227,91 @@ def _tokens(result: Audit) -> str:
     if result.tokens is None:
         return "not recorded in these logs"
     return f"{result.tokens:,} of {result.tokens_recorded:,} recorded"
+
+
+def format_suggestion(suggestion: Suggestion) -> str:
+    """The settings the logs call for, each with its evidence, as Python and as options.
+
+    Example:
+        >>> print(format_suggestion(Suggestion(4, [], ReminderConfig())))
+        4 conversations: no setting to suggest; the settings given stand.
+    """
+    head = plural(suggestion.conversations, "conversation")
+    if not suggestion.proposals:
+        return f"{head}: no setting to suggest; the settings given stand."
+    lines = [f"{head}: the settings they call for, and why"]
+    for proposal in suggestion.proposals:
+        lines += [f"  {_option(proposal.setting, proposal.value)}", *proposal_lines(proposal)]
+    config = suggestion.config
+    fields = {
+        n: getattr(config, n) for n in type(config).model_fields if n in config.model_fields_set
+    }
+    python = ", ".join(f"{name}={_python(value)}" for name, value in fields.items())
+    options = " ".join(_option(name, value) for name, value in fields.items())
+    lines += ["", "as Python:", f"  ReminderConfig({python})", "as options:", f"  {options}"]
+    if suggestion.sweep:
+        header = ["detector", *(f"at {at}" for at in SWEEP)]
+        rows = [
+            [name, *(f"{flags:,} in {found:,}" for flags, found in row.values())]
+            for name, row in suggestion.sweep.items()
+        ]
+        lines += [
+            "",
+            "with them, the flags each detector alone would raise at each threshold "
+            "(in how many conversations):",
+            *_table(header, rows),
+        ]
+    return "\n".join(lines)
+
+
+def proposal_lines(proposal: Proposal) -> list[str]:
+    """What the logs show for one proposal: a line for each reason, and where to see it."""
+    said = []
+    for reason in proposal.reasons:
+        if "tool" in reason:
+            kind = "all empty" if reason["empty"] else "all the same"
+            said.append(
+                f"{reason['tool']} stands between two identical calls in "
+                f"{plural(reason['hides'], 'conversation')}; its "
+                f"{plural(reason['results'], 'result')} are {kind}"
+            )
+        elif "envelope" in reason:
+            tag = reason["envelope"]
+            said.append(
+                f"{plural(reason['results'], 'result')} start with <{tag}>N</{tag}>, "
+                f"{reason['nonzero']:,} with a code other than 0 ({reason['empty']:,} of "
+                "those with no output: not counted as failures)"
+            )
+        elif "prefix" in reason:
+            marked = (
+                f" ({reason['failed']:,} of them among the {reason['marked']:,} marked "
+                "status=error)"
+                if reason["marked"]
+                else ""
+            )
+            said.append(
+                f"{plural(reason['results'], 'result')} of {plural(reason['tools'], 'tool')} "
+                f"start with {reason['prefix']}:{marked}"
+            )
+        else:
+            said.append(
+                f"{plural(reason['messages'], 'user-role message')} in "
+                f"{plural(reason['conversations'], 'conversation')} start with "
+                f"{reason['head']!r}"
+            )
+    return [*(f"      {line}" for line in said), f"      e.g. {proposal.example}"]
+
+
+def _python(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return repr({key: list(items) for key, items in value.items()})
+    return repr(list(value) if isinstance(value, tuple) else value)
+
+
+def _option(name: str, value: Any) -> str:
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, Mapping):
+        return " ".join(f"{flag} {shlex.quote(f'{k}={chr(44).join(v)}')}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        value = ",".join(map(str, value))
+    return f"{flag} {shlex.quote(str(value))}"

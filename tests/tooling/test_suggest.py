@@ -1,0 +1,258 @@
+"""Settings from the user's own logs: what `Suggester` proposes, and why."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain.tooling import suggest
+from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling.suggest import Suggester, Sweeper
+from repeat_reminder_langchain.tooling.tables import format_suggestion
+
+from ..helpers import usage_error
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+NOTICE = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+
+
+def conversation(index: int, steps: list[Any], task: str = "go") -> Conversation:
+    """`steps`: (tool, args, result) calls, one a turn, or texts the user (or harness) says."""
+    messages: list[BaseMessage] = [HumanMessage(task)]
+    for n, step in enumerate(steps):
+        if isinstance(step, str):
+            messages += [AIMessage("thinking", id=f"m{n}"), HumanMessage(step)]
+            continue
+        tool, args, result, *status = step
+        call = {"name": tool, "args": args, "id": f"c{n}"}
+        messages.append(AIMessage("", tool_calls=[call], id=f"m{n}"))
+        marked = status[0] if status else "success"
+        messages.append(ToolMessage(result, tool_call_id=f"c{n}", status=marked))
+    return Conversation(index, None, "", messages, tuple(range(len(messages))), "langchain")
+
+
+def suggested(conversations: list[Conversation], config: ReminderConfig | None = None) -> Any:
+    suggester = Suggester(config)
+    for item in conversations:
+        suggester.add(item)
+    return suggester.finish()
+
+
+BOOK = ("book", {"seat": 1}, "Error: payment does not add up")
+
+
+def think(thought: str = "hmm") -> tuple[str, dict[str, str], str]:
+    return ("think", {"thought": thought}, "")
+
+
+def test_a_tool_with_empty_results_between_identical_calls_is_proposed_for_exclude() -> None:
+    loops = [conversation(n, [BOOK, think(f"try {n}"), BOOK, ("find", {}, "ok")]) for n in range(2)]
+    found = suggested(loops)
+
+    (exclude, _) = found.proposals  # and the error pattern, below
+    assert (exclude.setting, exclude.value, exclude.conversations) == ("exclude", ["think"], 2)
+    assert exclude.reasons == ({"tool": "think", "hides": 2, "results": 2, "empty": True},)
+    assert exclude.example == "conversation 0, calls 0-2"
+    assert found.config.exclude == ("think",)
+    # A tool asked the same each time, between the same attempts, is half of a cycle.
+    cycle = conversation(0, [BOOK, think(), BOOK, think(), BOOK])
+    assert [p.setting for p in suggested([cycle]).proposals] == ["error_pattern"]
+
+
+def test_a_tool_whose_results_vary_hides_nothing_it_can_be_told_to() -> None:
+    steps = [BOOK, ("search", {"q": 1}, "3 flights"), BOOK, ("search", {"q": 2}, "no flight")]
+    found = suggested([conversation(0, steps)], ReminderConfig(error_pattern="x"))
+    assert found.proposals == []
+    assert (
+        format_suggestion(found)
+        == "1 conversation: no setting to suggest; the settings given stand."
+    )
+
+
+def test_an_error_word_at_the_start_of_results_in_several_conversations_is_the_pattern() -> None:
+    steps = [("book", {"n": 1}, "Error: no seat"), ("pay", {}, "ok")]
+    calls = [conversation(n, steps) for n in range(2)]
+    (proposal,) = suggested(calls).proposals
+    assert (proposal.setting, proposal.value) == ("error_pattern", r"\AError:")
+    (reason,) = proposal.reasons
+    assert reason == {"prefix": "Error", "results": 2, "tools": 1, "failed": 0, "marked": 0}
+    assert suggested(calls[:1]).proposals == []  # once is no habit
+    assert len(suggested([conversation(0, steps * 3)]).proposals) == 1  # three times is
+
+
+def test_the_pattern_is_checked_against_results_marked_as_errors() -> None:
+    steps = [
+        ("book", {}, "Error: no seat", "error"),
+        ("pay", {}, "Exception: declined"),
+        ("x", {}, "boom", "error"),
+    ]
+    found = suggested([conversation(n, steps) for n in range(2)])
+    (proposal,) = found.proposals
+    assert proposal.value == r"(?:\AError:)|(?:\AException:)"
+    assert {r["prefix"]: (r["failed"], r["marked"]) for r in proposal.reasons} == {
+        "Error": (2, 4),
+        "Exception": (0, 4),
+    }
+    assert "(2 of them among the 4 marked status=error)" in format_suggestion(found)
+
+
+def test_a_return_code_envelope_gives_a_pattern_for_codes_other_than_zero() -> None:
+    def run(code: int, output: str) -> tuple[str, dict[str, str], str]:
+        return (
+            "bash",
+            {"command": output},
+            f"<returncode>{code}</returncode>\n<output>\n{output}</output>",
+        )
+
+    steps = [run(0, "ok\n"), run(1, "Traceback: boom\n"), run(1, ""), run(0, "fine\n")]
+    found = suggested([conversation(0, steps)])
+    (proposal,) = found.proposals
+    assert proposal.reasons == ({"envelope": "returncode", "results": 4, "nonzero": 2, "empty": 1},)
+    failing = re.compile(proposal.value)
+    assert [bool(failing.search(result)) for _, _, result in steps] == [False, True, False, False]
+    assert failing.search("<returncode>-9</returncode>\n<warning>too long</warning>")
+    assert proposal.example.startswith(
+        "conversation 0: <returncode>1</returncode> <output> Traceback"
+    )
+    said = "4 results start with <returncode>N</returncode>, 2 with a code other than 0 (1 of"
+    assert said in format_suggestion(found)
+    # Every code 0, or an envelope on few results: nothing says a call failed.
+    assert suggested([conversation(0, [steps[0], steps[3]])]).proposals == []
+    few = [steps[1], *(("read", {"n": n}, "text") for n in range(3))]
+    assert suggested([conversation(0, few)]).proposals == []
+
+
+def test_a_notice_many_conversations_get_after_the_task_is_not_the_user() -> None:
+    talks = [
+        conversation(n, [NOTICE.replace("2", str(n)), "Yes, please go ahead and book it."])
+        for n in range(4)
+    ]
+    (proposal,) = suggested(talks).proposals
+    assert proposal.value == r"\APlease always provide EXACTLY ONE action"
+    (reason,) = proposal.reasons
+    assert reason == {"head": NOTICE[:40], "messages": 4, "conversations": 4}
+    assert re.search(proposal.value, NOTICE)
+    said = "4 user-role messages in 4 conversations start with 'Please always"
+    assert said in format_suggestion(suggested(talks))
+    assert suggested(talks, ReminderConfig(not_user="^Note")).proposals == []
+
+
+def test_a_task_that_recurs_and_a_few_people_saying_the_same_are_the_user() -> None:
+    tasks = [conversation(n, ["thanks"], task=NOTICE) for n in range(4)]  # only as the task
+    reply = "Yes, please transfer me to a human agent now."
+    replies = [conversation(n, [reply] if n < 3 else []) for n in range(40)]
+    assert suggested(tasks).proposals == []
+    assert suggested(replies).proposals == []  # 3 of 40: a few people, not a harness
+
+
+def test_the_real_customer_service_conversations_get_no_not_user() -> None:
+    suggester = Suggester()
+    for item in LogReader().read([str(DATA / "tau_bench_excerpt.json")]):
+        suggester.add(item)
+    assert [p.setting for p in suggester.finish().proposals] == ["exclude", "error_pattern"]
+
+
+def test_settings_given_are_not_proposed_again_and_the_proposals_go_on_top() -> None:
+    loops = [conversation(n, [BOOK, think("a"), BOOK, think("b")]) for n in range(2)]
+    found = suggested(loops, ReminderConfig(exclude=["todo"], error_pattern="^Error"))
+    assert [p.setting for p in found.proposals] == ["exclude"]
+    assert found.config == ReminderConfig(exclude=["todo", "think"], error_pattern="^Error")
+    assert suggested(loops, ReminderConfig(exclude=["think"])).config.exclude == ("think",)
+
+
+def test_the_rarest_user_texts_are_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suggest, "_KEPT", 3)
+    said = "{}: a person writing something long enough, once, as number {}."
+    talks = [conversation(n, [NOTICE, said.format(n, 1), said.format(n, 2)]) for n in range(3)]
+    assert [p.setting for p in suggested(talks).proposals] == ["not_user"]
+
+
+def test_two_notices_are_one_pattern() -> None:
+    other = "Your last command ran for too long and was stopped after 60 seconds."
+    (proposal,) = suggested([conversation(n, [NOTICE, other]) for n in range(3)]).proposals
+    assert proposal.value == rf"\A(?:{NOTICE[:40]}|{other[:40]})"
+
+
+def test_the_sweep_counts_each_detectors_flags_under_the_suggested_settings() -> None:
+    loops = [conversation(n, [BOOK, think("a"), BOOK, think("b"), BOOK]) for n in range(2)]
+    found = suggested(loops)
+    sweeper = Sweeper(found)
+    for item in loops:
+        sweeper.add(item)
+    assert found.sweep["repeat"] == {2: (2, 2), 3: (2, 2), 4: (0, 0)}  # think is excluded
+    assert found.sweep["cycle"] == {2: (0, 0), 3: (0, 0), 4: (0, 0)}
+    text = format_suggestion(found)
+    assert "ReminderConfig(exclude=['think'], error_pattern='\\\\AError:')" in text
+    assert "--exclude think --error-pattern '\\AError:'" in text
+    assert "repeat           2 in 2  2 in 2  0 in 0" in text
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_audit_suggest_prints_the_settings_and_writes_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = str(DATA / "tau_bench_excerpt.json")
+    assert main(["audit", path, "--suggest", "--write-config", str(tmp_path / "s.toml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "1 conversation: the settings they call for, and why\n  --exclude think\n"
+    )
+    assert ReminderConfig.from_file(tmp_path / "s.toml") == ReminderConfig(
+        exclude=["think"], error_pattern=r"\AError:"
+    )
+    assert main(["audit", path, "--suggest", "--json", "--ignore-arguments", "x=y"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"] == {
+        "exclude": ["think"],
+        "ignore_arguments": {"x": ["y"]},
+        "error_pattern": r"\AError:",
+    }
+    assert data["sweep"]["repeat"]["3"] == {"flags": 1, "conversations": 1}
+
+
+def test_audit_suggest_reads_standard_input_twice(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = (DATA / "tau_bench_excerpt.json").read_bytes()
+
+    class Stdin:
+        buffer = __import__("io").BytesIO(data)
+
+    monkeypatch.setattr("sys.stdin", Stdin)
+    assert main(["audit", "-", "--suggest"]) == 0
+    assert "repeat           1 in 1  1 in 1  0 in 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option", [["--html", "x.html"], ["--fail-on", "gentle"]])
+def test_audit_only_options_are_refused_with_suggest(
+    capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    argv = ["audit", str(DATA / "tau_bench_excerpt.json"), "--suggest", *option]
+    assert usage_error(capsys, argv, "audit") == f"{option[0]} goes with the audit, not --suggest"
+
+
+def test_a_file_that_cannot_be_read_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    assert main(["audit", str(bad), "--suggest"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {bad}:1:")
+
+
+def test_the_text_gives_the_settings_as_python_and_as_options() -> None:
+    talks = [conversation(n, [NOTICE]) for n in range(3)]
+    text = format_suggestion(
+        suggested(talks, ReminderConfig(ignore_arguments={"run_*": ["a", "b"]}))
+    )
+    assert "  ReminderConfig(ignore_arguments={'run_*': ['a', 'b']}, not_user='\\\\APlease" in text
+    assert "  --ignore-arguments 'run_*=a,b' --not-user '\\APlease always provide" in text
