@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import canonicalize
 from .config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
 from .escalation import RepeatToolLoopError
-from .reminder import Escalation, Reminder, RepeatToolReminderWarning, is_reminder
+from .reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard, is_reminder
 
 if TYPE_CHECKING:
     from .callbacks import RepeatToolReminderCallbackHandler
@@ -60,6 +60,7 @@ __all__ = [
     "StatsSnapshot",
     "__version__",
     "canonicalize",
+    "from_guard",
     "is_reminder",
     "prepare_messages",
 ]

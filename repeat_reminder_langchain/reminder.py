@@ -20,6 +20,7 @@ __all__ = [
     "Reminder",
     "ReminderTag",
     "RepeatToolReminderWarning",
+    "from_guard",
     "is_reminder",
     "preview",
     "turn_tag",
@@ -235,6 +236,23 @@ def tag_of(message: object) -> Mapping[str, object] | None:
         return None
     tag = tags.get(SOURCE)
     return tag if isinstance(tag, Mapping) else None
+
+
+def from_guard(message: object) -> bool:
+    """Whether the guard wrote `message`: a reminder, or what it wrote when it stopped a loop.
+
+    Beside the reminders (`is_reminder`), that is the final `AIMessage` of a run it ended
+    (`exit_behavior="end"`), which is not the model's answer, and the error result of a call it
+    refused (`"block"`). A program that reads a finished conversation for the model's last
+    word skips these.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> from_guard(AIMessage("The answer is 4."))
+        False
+
+    """
+    return tag_of(message) is not None
 
 
 def is_reminder(message: object) -> bool:

@@ -20,6 +20,8 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
+    from_guard,
+    is_reminder,
 )
 from repeat_reminder_langchain.escalation import interrupt_request
 
@@ -68,6 +70,9 @@ def test_end_stops_the_run_with_a_final_message(
         "detector": "repeat",
     }
     assert "looping on `probe`" in str(messages[-1].content)
+    # The last message is the guard's, not the model's answer; a reader can tell.
+    assert from_guard(messages[-1]) and not is_reminder(messages[-1])
+    assert not any(from_guard(m) for m in messages if m.type == "ai" and m is not messages[-1])
     assert isinstance(messages[-2], ToolMessage)  # every call has its result first
     assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
     assert ["repeat tool loop stopped (end)" in r.getMessage() for r in caplog.records] == [True]
@@ -323,6 +328,8 @@ def test_block_refuses_the_repeated_call_and_lets_the_others_run() -> None:
     blocked = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(blocked) == 1
     assert "Not run: `probe` was called 6 times in a row" in str(blocked[0].content)
+    refused = [from_guard(m) for m in messages if isinstance(m, ToolMessage)]
+    assert refused == [False] * 5 + [True, False, False]  # the sixth, the other, the seventh
     assert messages[-1].content == "done"  # the model decided; the run was not ended
 
 
