@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+import string
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -98,3 +99,48 @@ def did_you_mean(name: object, known: Sequence[str], what: str) -> str:
     """The end of an error about an unknown name: the nearest known one, or all of them."""
     close = difflib.get_close_matches(str(name), known, n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; {what} are {', '.join(known)}"
+
+
+def check_words(
+    value: Any, detectors: Sequence[str], fields: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, Any]]:
+    """Validate reminder words: by detector (or `*`), by level, a format string or a function.
+
+    A format string may name only the level's `fields`; a detector must be one of `detectors`.
+    """
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must map detector names (or *) to their words by level, got {value!r}")
+    levels = ("gentle", "detailed", "final")
+    known = (*detectors, "*")
+    checked: dict[str, dict[str, Any]] = {}
+    for detector, said in value.items():
+        if detector not in known:
+            hint = did_you_mean(detector, known, "they")
+            raise ValueError(f"unknown detector {detector!r}{hint}")
+        if not isinstance(said, Mapping):
+            raise ValueError(f"{detector}: must map levels to words, got {said!r}")
+        for level, words in said.items():
+            where = f"{detector}.{level}"
+            if level not in levels:
+                hint = did_you_mean(level, levels, "levels")
+                raise ValueError(f"{detector}: unknown level {level!r}{hint}")
+            if isinstance(words, str):
+                _check_format(words, fields["final" if level == "final" else "gentle"], where)
+            elif not callable(words):
+                raise ValueError(
+                    f"{where}: must be a format string or a function of the reminder, got {words!r}"
+                )
+        checked[detector] = dict(said)
+    return checked
+
+
+def _check_format(words: str, fields: Sequence[str], where: str) -> None:
+    try:
+        parsed = list(string.Formatter().parse(words))
+    except ValueError as error:
+        raise ValueError(f"{where}: not a format string ({error})") from None
+    for _, name, _, _ in parsed:
+        if name is not None and name not in fields:
+            raise ValueError(
+                f"{where}: unknown field {{{name}}}; the fields are {', '.join(fields)}"
+            )

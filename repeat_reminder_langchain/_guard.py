@@ -225,14 +225,14 @@ class Guard:
             pass
         elif escalation is None or escalation.behavior == "block":
             if found.reminders:
-                messages = [reminder_message(found.reminders, kind)]
+                messages = [reminder_message(found.reminders, kind, self.config.words)]
         elif escalation.behavior == "error":
             stop = RepeatToolLoopError(escalation, told.thread)
         elif escalation.behavior == "interrupt":
             record, messages, end, stop = self._ask(record, escalation)
             answered = stop is None  # its loop was reported when the human was asked
         else:
-            messages, end = [escalation_message(escalation)], True
+            messages, end = [escalation_message(escalation, self.config.words)], True
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             update, messages = self._keep(where, record, messages, conversation, converts=converts)
@@ -274,7 +274,7 @@ class Guard:
             return self.counter.reset(record), [], False, None
         if choice == "message":
             return self.counter.reset(record), [HumanMessage(text)], False, None
-        return record, [escalation_message(escalation)], True, None
+        return record, [escalation_message(escalation, self.config.words)], True, None
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:

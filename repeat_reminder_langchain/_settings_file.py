@@ -77,8 +77,14 @@ def settings_text(fields: Mapping[str, Any], path: str | PathLike[str]) -> str:
         elif value is not None:
             lines.append(f"{name} = {_toml(value)}")
     for name, table in tables:
-        lines += ["", f"[{name}]", *(f"{_toml(key)} = {_toml(v)}" for key, v in table.items())]
-    return "\n".join(lines) + "\n"
+        inner = [(key, v) for key, v in table.items() if isinstance(v, Mapping)]  # words
+        rows = [(key, v) for key, v in table.items() if not isinstance(v, Mapping)]
+        if rows or not inner:
+            lines += ["", f"[{name}]", *(f"{_toml(key)} = {_toml(v)}" for key, v in rows)]
+        for key, sub in inner:
+            lines += ["", f"[{name}.{_toml(key)}]"]
+            lines += [f"{_toml(k)} = {_toml(v)}" for k, v in sub.items()]
+    return "\n".join(lines).lstrip("\n") + "\n"
 
 
 def _kind(name: str) -> str:

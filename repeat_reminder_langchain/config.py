@@ -23,6 +23,7 @@ from ._checks import (
     check_patterns,
     check_repeat_every,
     check_thresholds,
+    check_words,
     compile_patterns,
     did_you_mean,
     is_int,
@@ -31,7 +32,7 @@ from ._checks import (
 from ._settings_file import read_settings, settings_text
 from .detectors import PARTS
 from .policy import Rules, ToolPolicy, compile_paths
-from .reminder import Detector, ExitBehavior
+from .reminder import WORD_FIELDS, Detector, ExitBehavior
 
 __all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
@@ -66,17 +67,18 @@ class ReminderFields(TypedDict, total=False):
     not_user: str | Callable[[str], bool] | None
     escalate_after: int | None
     exit_behavior: ExitBehavior
+    words: Mapping[str, Mapping[str, str | Callable[[Any], str]]]
 
 
-class _FrozenMapping(Mapping[str, tuple[str, ...]]):
+class _FrozenMapping(Mapping[str, Any]):
     """A read-only, hashable mapping, so that a configuration is a value."""
 
     __slots__ = ("_items",)
 
-    def __init__(self, items: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(self, items: Mapping[str, Any]) -> None:
         self._items = dict(items)
 
-    def __getitem__(self, key: str) -> tuple[str, ...]:
+    def __getitem__(self, key: str) -> Any:
         return self._items[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -87,6 +89,9 @@ class _FrozenMapping(Mapping[str, tuple[str, ...]]):
 
     def __hash__(self) -> int:
         return hash(tuple(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
 
     def __repr__(self) -> str:
         return repr(self._items)
@@ -186,6 +191,7 @@ class ReminderConfig(BaseModel):
     not_user: str | Callable[[str], bool] | None = None
     escalate_after: int | None = None
     exit_behavior: ExitBehavior = "end"
+    words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = _FrozenMapping({})
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -289,9 +295,24 @@ class ReminderConfig(BaseModel):
 
     @field_serializer("not_user")
     def _dump_not_user(self, value: str | Callable[[str], bool] | None) -> str | None:
-        if value is None or isinstance(value, str):
-            return value
-        return f"<function {getattr(value, '__qualname__', repr(value))}>"
+        return None if value is None else _named(value)
+
+    @field_validator("words", mode="before")
+    @classmethod
+    def _check_words(cls, value: Any) -> Mapping[str, Mapping[str, Any]]:
+        return check_words(value, tuple(PARTS), WORD_FIELDS)
+
+    @field_validator("words", mode="after")
+    @classmethod
+    def _freeze_words(cls, value: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+        return _FrozenMapping({name: _FrozenMapping(said) for name, said in value.items()})
+
+    @field_serializer("words")
+    def _dump_words(self, value: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+        return {
+            name: {level: _named(words) for level, words in said.items()}
+            for name, said in value.items()
+        }
 
     @field_validator("escalate_after", mode="before")
     @classmethod
@@ -390,6 +411,8 @@ class ReminderConfig(BaseModel):
         """
         if callable(self.not_user):
             raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
+        if any(callable(w) for said in self.words.values() for w in said.values()):
+            raise ConfigError("words: a function cannot be written to a file, only format strings")
         fields = self.model_dump(mode="json", include=set(self.model_fields_set))
         ordered = {name: fields[name] for name in type(self).model_fields if name in fields}
         try:
@@ -436,6 +459,13 @@ class ReminderConfig(BaseModel):
         else:
             result_aware = progress == "result"
         return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored))
+
+
+def _named(value: str | Callable[..., Any]) -> str:
+    """A setting as text: itself, or the name of a function (which no file can hold)."""
+    if isinstance(value, str):
+        return value
+    return f"<function {getattr(value, '__qualname__', repr(value))}>"
 
 
 def check_field_names(fields: Mapping[str, Any]) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from .detectors import DETECTORS as _DETECTORS
 from .detectors import PARTS
@@ -13,6 +13,7 @@ __all__ = [
     "DETECTORS",
     "LOGGER_NAME",
     "SOURCE",
+    "WORD_FIELDS",
     "Detector",
     "Escalation",
     "ExitBehavior",
@@ -20,6 +21,7 @@ __all__ = [
     "Reminder",
     "ReminderTag",
     "RepeatToolReminderWarning",
+    "WordsOf",
     "from_guard",
     "is_reminder",
     "preview",
@@ -122,12 +124,24 @@ class Reminder:
 
     @property
     def text(self) -> str:
-        """The words the model reads."""
+        """The words the model reads (the detector's own)."""
+        return self.say()
+
+    def say(self, words: WordsOf | None = None) -> str:
+        """The words the model reads: the user's for this detector and level, or its own."""
+        own = _words(words, self.detector, self.level)
+        if callable(own):
+            return str(own(self))
+        if own is None:
+            parts = PARTS[self.detector].words
+            own = parts.gentle if self.level == "gentle" else parts.detailed
+        text: str = own
         varied = f", with {self.variants} different argument sets" if self.variants > 1 else ""
-        words = PARTS[self.detector].words
-        return (words.gentle if self.level == "gentle" else words.detailed).format(
+        return text.format(
             tool=self.tool,
             count=self.count,
+            level=self.level,
+            detector=self.detector,
             arguments=self.arguments,
             error=self.error,
             variants=self.variants,
@@ -173,13 +187,53 @@ class Escalation:
 
     @property
     def text(self) -> str:
-        """The final words of a run the guard ended."""
-        what = PARTS[self.detector].words.stopped
-        return _ESCALATION.format(tool=self.tool, what=what, count=self.count)
+        """The final words of a run the guard ended (the guard's own)."""
+        return self.say()
+
+    def say(self, words: WordsOf | None = None) -> str:
+        """The final words of a run the guard ended: the user's for this detector, or its own."""
+        own = _words(words, self.detector, "final")
+        if callable(own):
+            return str(own(self))
+        text: str = own or _ESCALATION
+        return text.format(
+            tool=self.tool,
+            count=self.count,
+            detector=self.detector,
+            arguments=self.arguments,
+            limit=self.limit,
+            what=PARTS[self.detector].words.stopped,
+        )
 
     def tag(self) -> ReminderTag:
         """What marks the guard's final message of a run it ended."""
         return _tag(self.tool, self.count, "escalated", self.detector)
+
+
+WordsOf = Mapping[str, Mapping[str, "str | Callable[[Any], str]"]]
+"""Reminder words the user sets: by detector (or `*` for every one), by level (`gentle`,
+`detailed`, or `final` for the last message of a run the guard ended), a format string or a
+function of the `Reminder` (or `Escalation`) that returns the text."""
+
+WORD_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "gentle": (
+        "tool", "count", "level", "detector", "arguments", "error", "variants", "varied",
+        "evidence",
+    ),
+    "final": ("tool", "count", "detector", "arguments", "limit", "what"),
+}  # fmt: skip
+"""The named fields a reminder's words may hold (`detailed` as `gentle`), and the final words'."""
+
+
+def _words(words: WordsOf | None, detector: str, level: str) -> Any:
+    """The user's words for a detector at a level, the detector's own or every detector's."""
+    if not words:
+        return None
+    for key in (detector, "*"):
+        own = words.get(key, {}).get(level)
+        if own is not None:
+            return own
+    return None
 
 
 def _summary(tool: str, count: int) -> str:
