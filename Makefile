@@ -10,7 +10,7 @@ LOWEST := .venv-lowest
 LOWEST_READY := $(LOWEST)/.ready
 CORPUS ?= ../shared/corpus/*.json*
 
-.PHONY: demo test test-lowest lint bench evaluate mutate clean notebooks docs
+.PHONY: demo test test-lowest lint bench evaluate lab mutate clean notebooks docs
 
 # A venv belongs to the interpreter that built it. One whose python is not $(PYTHON)'s (another
 # version, another installation, or one that is gone) is out of date whatever its time stamps
@@ -94,6 +94,10 @@ bench: $(READY)
 	$(BIN)/python -m benchmarks $(ARGS)
 
 # The detectors over real conversations: `make evaluate CORPUS="a.json b.jsonl" ARGS=...`.
+# The loop lab: whether the reminders break loops on a model of yours (ARGS="--model ...").
+lab: $(READY)
+	$(BIN)/python -m repeat_reminder_langchain lab $(ARGS)
+
 evaluate: $(READY)
 	$(BIN)/python -m evaluation $(CORPUS) $(ARGS)
 

@@ -241,6 +241,18 @@ NOT_RUN = {
     "make mutate": "mutation testing of the core: hours on two cores",
     "make notebooks": "re-executes and rewrites the notebooks; tests/test_notebooks.py runs them",
     "make clean": "removes the venvs, this one included",
+    # The loop lab on a real model: a provider's key and the network, or a local model server.
+    # tests/tooling/test_lab.py runs it on a scripted model and over HTTP against a test server.
+    "repeat-reminder lab --model openai:gpt-4.1-mini --runs 3 --output lab-out": (
+        "a provider's model: its key and the network"
+    ),
+    "make lab 'ARGS=--model openai:gpt-4.1-mini'": "a provider's model: its key and the network",
+    "llama-server -m qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --port 8080 --jinja": (
+        "a llama.cpp server and a model file of the reader's own"
+    ),
+    "repeat-reminder lab --model qwen --base-url http://127.0.0.1:8080/v1 --temperature 0.7 "
+    "--runs 5": "the llama.cpp server above",
+    "repeat-reminder lab": "the subcommand's name, as the text says it",
     # Names of a command, in the text, not commands: each is shown with arguments elsewhere.
     "python -m repeat_reminder_langchain": "the command's name, as the text says it",
     "repeat-reminder audit": "the subcommand's name, as the text says it",

@@ -50,6 +50,7 @@ ROOMS = {
         "tooling.cli",
         "tooling.demo",
         "tooling.findings",
+        "tooling.lab",
         "tooling.logs",
         "tooling.progress",
         "tooling.report",

@@ -99,7 +99,9 @@ def _usage(command: str) -> str:
         return f"usage: {program} demo [options]; {more} lists them"
     if command == "audit":
         return f"usage: {program} audit FILE... | --checkpointer URL [options]; {more} lists them"
-    commands = f"{program} demo [options], or {program} audit FILE... [options]"
+    if command == "lab":
+        return f"usage: {program} lab --model MODEL [--base-url URL] [options]; {more} lists them"
+    commands = f"{program} demo [options], {program} audit FILE... [options], or {program} lab"
     return f"usage: {commands}; {more} says more"
 
 
@@ -294,7 +296,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"repeat-reminder-langchain {__version__}"
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,audit}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,audit,lab}")
     demo = commands.add_parser(
         "demo",
         command="demo",
@@ -305,6 +307,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--scenario", choices=["poll", "stale"], default="poll",
                       help="poll: a finished job polled again and again (default); stale: "
                       "the same test re-run between other steps")  # fmt: skip
+    _lab_options(commands)
     audit = commands.add_parser(
         "audit",
         command="audit",
@@ -450,6 +453,136 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
     if isinstance(fail_on, int) and found >= fail_on:
         return f"{plural(found, 'reminder')} found (--fail-on {fail_on})"
     return None
+
+
+_LAB_HELP = """\
+Runs small tasks built to make a model loop (--tasks, default all: poll, ping, search, file,
+calculator, payment, forecast) with the real create_agent on a model of yours, under each
+condition (--conditions): none (no guard), guard (the defaults), escalate (stop at 10),
+neutral (a note that says nothing of the loop, at the same points), config (your --config
+settings, e.g. your own words). Each run is capped at --max-calls model calls.
+
+--model is an init_chat_model string (openai:gpt-4.1-mini, anthropic:..., with its provider
+package and key), or, with --base-url, the model name an OpenAI-compatible server serves (a
+local llama.cpp server: --base-url http://127.0.0.1:8080/v1; the providers extra).
+
+Per task and condition it prints: runs, model calls and the longest run of identical calls
+(means), what broke that run (the reminder level after its last call when the model then
+changed course; escalated, limit, or - when the model changed course unprompted), how many
+runs ended acceptably, tokens and seconds (means); then the totals per condition. --output DIR
+writes lab.jsonl (one line per run) and one transcript per run.
+
+Exit codes: 0 done; 2 bad options, or a model that cannot be reached (one line on stderr)."""
+
+
+def _lab_options(commands: Any) -> None:
+    lab = commands.add_parser(
+        "lab",
+        command="lab",
+        help="measure whether the reminders break loops on your model",
+        description=_LAB_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = lab.add_argument
+    add("--model", required=True, help="an init_chat_model string, or the served model's name")
+    add("--base-url", metavar="URL", help="an OpenAI-compatible endpoint (e.g. llama.cpp)")
+    add("--tasks", type=_names, metavar="TASK,...", help="the tasks to run (default all)")
+    add(
+        "--conditions",
+        type=_names,
+        default=["none", "guard", "escalate"],
+        metavar="CONDITION,...",
+        help="none, guard, escalate, neutral, config (default none,guard,escalate)",
+    )
+    add("--runs", type=_count(1), default=1, metavar="N", help="runs of each (default 1)")
+    add("--temperature", type=float, metavar="T", help="the model's temperature")
+    add(
+        "--max-calls",
+        type=_count(2),
+        default=24,
+        metavar="N",
+        help="model calls a run may make (default 24)",
+    )
+    add("--config", metavar="FILE", help="the settings of the config condition (TOML or JSON)")
+    add("--output", metavar="DIR", help="write lab.jsonl and the transcripts there")
+    add("--quiet", action="store_true", help="no line per run on stderr")
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from .lab import CONDITIONS, TASKS, run_lab
+    from .tables import format_lab
+    from .transcript import format_transcript
+
+    unknown = [name for name in args.tasks or () if name not in TASKS]
+    if unknown:
+        raise _UsageError(f"--tasks: unknown task {unknown[0]!r}; the tasks are "
+                          f"{', '.join(TASKS)}", "lab")  # fmt: skip
+    bad = [name for name in args.conditions if name not in CONDITIONS]
+    if bad:
+        raise _UsageError(f"--conditions: unknown condition {bad[0]!r}; the conditions are "
+                          f"{', '.join(CONDITIONS)}", "lab")  # fmt: skip
+    config = None
+    if "config" in args.conditions:
+        if args.config is None:
+            raise _UsageError("--conditions config: name the settings with --config FILE", "lab")
+        try:
+            config = ReminderConfig.from_file(args.config)
+        except ConfigError as error:
+            raise _UsageError(str(error), "lab") from None
+    model = _lab_model(args)
+    tasks = [TASKS[name] for name in args.tasks or TASKS]
+    total = len(tasks) * len(args.conditions) * args.runs
+    out = None
+    if args.output is not None:
+        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
+        out = open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")  # noqa: SIM115
+    done = []
+    try:
+        runs = run_lab(
+            model, tasks, args.conditions, runs=args.runs, max_calls=args.max_calls, config=config
+        )
+        for number, run in enumerate(runs, 1):
+            done.append(run)
+            if not args.quiet:
+                print(f"[{number}/{total}] {run.task} · {run.condition} · run {run.run}: "
+                      f"{run.model_calls} model calls, longest run {run.longest}, "
+                      f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
+            if out is not None:
+                out.write(json.dumps(run.as_dict()) + "\n")
+                name = f"{run.task}-{run.condition}-{run.run}.txt"
+                path = os.path.join(args.output, "transcripts", name)
+                with open(path, "w", encoding="utf-8") as text:
+                    text.write(format_transcript(run.messages) + "\n")
+    except Exception as error:  # a model that cannot be reached, a key that is refused
+        raise _Failure(f"the model failed: {type(error).__name__}: {error}") from None
+    finally:
+        if out is not None:  # complete up to a failure
+            out.close()
+    print(format_lab(done))
+    return 0
+
+
+def _lab_model(args: argparse.Namespace) -> Any:
+    """The chat model the lab runs: an init_chat_model string, or an OpenAI-compatible one."""
+    options = {} if args.temperature is None else {"temperature": args.temperature}
+    try:
+        if args.base_url is not None:
+            from langchain_openai import ChatOpenAI
+            from pydantic import SecretStr
+
+            key = SecretStr(os.environ.get("OPENAI_API_KEY") or "none")  # a local server wants none
+            return ChatOpenAI(model=args.model, base_url=args.base_url, api_key=key, **options)
+        from langchain.chat_models import init_chat_model
+
+        return init_chat_model(args.model, **options)
+    except ImportError as error:
+        from .._install import install_hint
+
+        raise _Failure(
+            f"{error.name or error}: not installed ({install_hint('providers')})"
+        ) from None
+    except ValueError as error:  # LangChain's says which providers it knows, over lines
+        raise _UsageError(f"--model: {' '.join(str(error).split())}", "lab") from None
 
 
 def _write_config(config: ReminderConfig, path: str) -> None:
@@ -656,6 +789,8 @@ def _run(argv: Sequence[str] | None) -> int:
         args, unknown = _parser().parse_known_args(argv)
         if unknown:  # said here, where the command is known, so that its usage follows
             raise _UsageError(f"unrecognized arguments: {' '.join(unknown)}", args.command)
+        if args.command == "lab":
+            return _lab(args)
         config = _config(args)
         if args.command == "demo":
             from .demo import run_command

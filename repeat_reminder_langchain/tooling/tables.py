@@ -11,6 +11,7 @@ from typing import Any
 
 from ..config import THRESHOLDS, ReminderConfig
 from .findings import Audit, ConversationAudit, Finding, settings
+from .lab import LabRun
 from .suggest import SWEEP, Proposal, Suggestion
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "finding_rows",
     "findings_title",
     "format_audit",
+    "format_lab",
     "format_suggestion",
     "headline",
     "notes",
@@ -315,3 +317,48 @@ def _option(name: str, value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = ",".join(map(str, value))
     return f"{flag} {shlex.quote(str(value))}"
+
+
+def format_lab(runs: Sequence[LabRun]) -> str:
+    """The lab's runs, per task and condition and in total: what a reminder did to a loop.
+
+    Example:
+        >>> print(format_lab([]))
+        no runs
+    """
+    if not runs:
+        return "no runs"
+    groups: dict[tuple[str, str], list[LabRun]] = {}
+    for run in runs:
+        groups.setdefault((run.task, run.condition), []).append(run)
+    for run in runs:
+        groups.setdefault(("total", run.condition), []).append(run)
+    header = ["task", "condition", "runs", "model calls", "longest", "broken by", "acceptable"]
+    header += ["tokens", "seconds"]
+    rows = [
+        [
+            task,
+            condition,
+            len(group),
+            _mean(r.model_calls for r in group),
+            _mean(r.longest for r in group),
+            _broken(group),
+            f"{sum(r.acceptable for r in group)}/{len(group)}",
+            _mean((r.tokens for r in group), 0),
+            _mean(r.seconds for r in group),
+        ]
+        for (task, condition), group in groups.items()
+    ]
+    return "\n".join(_table(header, rows))
+
+
+def _mean(values: Iterable[float], digits: int = 1) -> str:
+    found = list(values)
+    return f"{sum(found) / len(found):,.{digits}f}"
+
+
+def _broken(group: Sequence[LabRun]) -> str:
+    counts: dict[str, int] = {}
+    for run in group:
+        counts[run.broke or "-"] = counts.get(run.broke or "-", 0) + 1
+    return " · ".join(f"{what} {n}" for what, n in counts.items())

@@ -68,8 +68,8 @@ def test_repeat_every_0_gets_a_command_line_message(
 @pytest.mark.parametrize(
     ("argv", "wanted"),
     [
-        ([], "the following arguments are required: {demo,audit}"),
-        (["lint"], "argument {demo,audit}: invalid choice: 'lint'"),
+        ([], "the following arguments are required: {demo,audit,lab}"),
+        (["lint"], "argument {demo,audit,lab}: invalid choice: 'lint'"),
         (["audit"], "name the FILE(s) to audit, or a --checkpointer URL"),
         (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
         (["demo", "--mode", "loud"], "argument --mode: invalid choice: 'loud'"),
@@ -109,9 +109,9 @@ def test_every_error_is_one_line_the_usage_and_exit_code_2(
 def test_the_usage_lines(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: the following arguments are required: {demo,audit}",
-        "usage: repeat-reminder demo [options], or repeat-reminder audit FILE... [options]; "
-        "repeat-reminder --help says more",
+        "error: the following arguments are required: {demo,audit,lab}",
+        "usage: repeat-reminder demo [options], repeat-reminder audit FILE... [options], or "
+        "repeat-reminder lab; repeat-reminder --help says more",
     ]
     assert main(["demo", "--top", "3"]) == 2
     assert capsys.readouterr().err.splitlines()[1] == (
@@ -172,6 +172,7 @@ def test_every_guard_option_reaches_the_config(
         "not_user": "EXACTLY ONE",
         "escalate_after": 7,
         "exit_behavior": "block",
+        "words": {},
     }
 
 

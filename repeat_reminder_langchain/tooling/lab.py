@@ -1,0 +1,382 @@
+"""The loop lab: does the reminder work on *your* model? Measured, not guessed.
+
+Which words a model heeds is model-specific, and a user cannot know how their own model answers a
+reminder without trying it. The lab runs small tasks built to make a model loop — a job that
+never finishes, a host that never answers, a search that finds nothing, a file that is not
+there beside one that is, a calculator that rejects `2x3`, a card that is declined beside one
+that is not, a forecast the user says is out of date — with the real `create_agent`, on any
+LangChain chat model, under the conditions the user picks:
+
+* `none`: no guard;
+* `guard`: the guard's defaults;
+* `escalate`: the guard, stopping a loop at 10 (`escalate_after=10`, `exit_behavior="end"`);
+* `neutral`: a note that says nothing of the loop at the same points ("The tool result above has
+  been logged."), to tell the reminder's words from the mere interruption;
+* `config`: the user's own settings (`config=`, e.g. their own `words`).
+
+Every run is capped at `max_calls` model calls (LangChain's `ModelCallLimitMiddleware`). Each run
+says how many model calls it took, its longest run of identical calls, which reminder (if any)
+broke that run, whether the end is acceptable for the task, its tokens and its seconds.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import BaseTool, tool
+
+from ..canonical import canonicalize
+from ..config import ReminderConfig
+from ..middleware import RepeatToolReminderMiddleware
+from ..reminder import from_guard, tag_of
+
+__all__ = [
+    "CONDITIONS",
+    "NEUTRAL",
+    "TASKS",
+    "LabRun",
+    "Task",
+    "guard_for",
+    "run_lab",
+    "run_task",
+]
+
+NEUTRAL = "The tool result above has been logged."
+"""The `neutral` condition's note: said where a reminder would be, saying nothing of a loop."""
+
+CONDITIONS = ("none", "guard", "escalate", "neutral", "config")
+"""The conditions a task can run under (`config` needs the user's settings)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """A request, deterministic tools, and what counts as an acceptable end.
+
+    Attributes:
+        name: How the command line names it.
+        request: What the user asks.
+        tools: The tools the agent gets; they answer the same to the same call, always.
+        accept: Whether the model's last words are an acceptable end (lowercased text in).
+        about: One line: what makes a model loop here.
+    """
+
+    name: str
+    request: str
+    tools: tuple[BaseTool, ...]
+    accept: Callable[[str], bool]
+    about: str
+
+
+@dataclass
+class LabRun:
+    """One task run once under one condition.
+
+    Attributes:
+        task: The task's name.
+        condition: The condition.
+        run: Which run of the task under it, from 1.
+        model_calls: The calls to the model it took.
+        longest: Its longest run of identical calls (tool and canonical arguments, in a row).
+        broke: What ended that run: the level of the reminder (or `neutral` note) right after
+            its last call when the model then changed course, `escalated` when the guard
+            ended it, `limit` when the cap did, None when the model changed course unprompted.
+        acceptable: Whether the end is acceptable for the task.
+        ended: `answer` (the model answered), `guard` (the guard ended the run) or `limit`.
+        tokens: The tokens the model's turns report (0 when the model reports none).
+        seconds: How long it took.
+        messages: The conversation, for its transcript (not in `as_dict`).
+    """
+
+    task: str
+    condition: str
+    run: int
+    model_calls: int
+    longest: int
+    broke: str | None
+    acceptable: bool
+    ended: str
+    tokens: int
+    seconds: float
+    messages: list[BaseMessage] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data, for the JSON lines."""
+        data = asdict(self)
+        del data["messages"]
+        return data
+
+
+# -- the tasks ---------------------------------------------------------------------------------
+
+
+@tool
+def job_status(job: str) -> str:
+    """The status of a CI job."""
+    return f"{job}: running (started 3 minutes ago)"
+
+
+@tool
+def ping(host: str) -> str:
+    """Ping a host once."""
+    return f"ping {host}: request timed out"
+
+
+@tool
+def search_docs(query: str) -> str:
+    """Search the documentation."""
+    return "no results"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the project."""
+    if path.strip("./") == "NOTES.md":
+        return "Release notes: 2.4.0 ships the new importer."
+    return f"Error: {path}: no such file"
+
+
+@tool
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression: numbers, + - * / and parentheses."""
+    try:
+        return f"{_arithmetic(ast.parse(expression, mode='eval').body):g}"
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        return f"Error: invalid syntax in {expression!r}"
+
+
+_OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def _arithmetic(node: ast.expr) -> float:
+    """The value of an expression of numbers and the four operations, and nothing else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_arithmetic(node.operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_arithmetic(node.left), _arithmetic(node.right))
+    raise ValueError("not arithmetic")
+
+
+@tool
+def pay(order: str, card: str) -> str:
+    """Pay an order with a card on file (`visa` or `mastercard`)."""
+    if "master" in card.lower():
+        return f"order {order} paid with {card}"
+    return f"Error: card {card} declined"
+
+
+@tool
+def forecast(city: str) -> str:
+    """Tomorrow's weather forecast for a city (updated hourly)."""
+    return f"{city}, tomorrow: light rain, 14 °C (updated 10 minutes ago)"
+
+
+def _says(*words: str) -> Callable[[str], bool]:
+    return lambda text: any(word in text for word in words)
+
+
+TASKS: dict[str, Task] = {
+    task.name: task
+    for task in (
+        Task(
+            "poll",
+            "Has CI job nightly-build-7 finished? Wait for it if you need to.",
+            (job_status,),
+            _says("running", "not finished", "not yet", "still"),
+            "a job poll that never finishes",
+        ),
+        Task(
+            "ping",
+            "Is db-3.internal reachable? Check it.",
+            (ping,),
+            _says("not reachable", "unreachable", "timed out", "no response", "not respond"),
+            "a host that never answers",
+        ),
+        Task(
+            "search",
+            "Find the documentation page about the frobnicate setting.",
+            (search_docs,),
+            _says("no result", "could not find", "couldn't find", "not find", "no page"),
+            "a search that finds nothing",
+        ),
+        Task(
+            "file",
+            "What do the release notes in notes.txt say?",
+            (read_file,),
+            _says("importer", "2.4.0"),
+            "a file that is not there, beside NOTES.md that is",
+        ),
+        Task(
+            "calculator",
+            "What is 2x3? Use the calculator.",
+            (calculate,),
+            _says("6"),
+            "a calculator that rejects 2x3 and takes 2*3",
+        ),
+        Task(
+            "payment",
+            "Pay order A-17. Use my visa; I also have a mastercard on file.",
+            (pay,),
+            _says("paid", "mastercard"),
+            "a declined card, and a second one on file",
+        ),
+        Task(
+            "forecast",
+            "What's tomorrow's weather in Lyon? The forecast you gave me earlier is surely out "
+            "of date: check again until it changes.",
+            (forecast,),
+            _says("rain", "14"),
+            "a forecast the user insists is out of date",
+        ),
+    )
+}
+"""The lab's tasks, by name."""
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+class _Count(AgentMiddleware):
+    """Counts the model's calls and the tokens they report (the lab runs agents sync)."""
+
+    name = "LabCount"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.tokens = 0
+
+    def after_model(self, state: Any, runtime: Any) -> None:
+        self.calls += 1
+        last = state["messages"][-1]
+        usage = getattr(last, "usage_metadata", None) or {}
+        self.tokens += usage.get("total_tokens", 0)
+
+
+def guard_for(
+    condition: str, config: ReminderConfig | None = None
+) -> RepeatToolReminderMiddleware | None:
+    """The guard a condition runs with, or None (`none`)."""
+    if condition == "none":
+        return None
+    if condition == "guard":
+        return RepeatToolReminderMiddleware()
+    if condition == "escalate":
+        return RepeatToolReminderMiddleware(escalate_after=10, exit_behavior="end")
+    if condition == "neutral":
+        return RepeatToolReminderMiddleware(words={"*": {"gentle": NEUTRAL, "detailed": NEUTRAL}})
+    if condition == "config":
+        if config is None:
+            raise ValueError("the config condition needs the settings to run with")
+        return RepeatToolReminderMiddleware(config=config)
+    raise ValueError(f"unknown condition {condition!r}; the conditions are {', '.join(CONDITIONS)}")
+
+
+def run_task(
+    model: BaseChatModel,
+    task: Task,
+    condition: str,
+    *,
+    run: int = 1,
+    max_calls: int = 24,
+    config: ReminderConfig | None = None,
+) -> LabRun:
+    """Run `task` once under `condition` with the real `create_agent`, and measure it."""
+    count = _Count()
+    guard = guard_for(condition, config)
+    middleware: list[Any] = [ModelCallLimitMiddleware(run_limit=max_calls), count]
+    if guard is not None:
+        middleware.insert(1, guard)
+    agent = create_agent(model, tools=list(task.tools), middleware=middleware)
+    started = time.perf_counter()
+    result = agent.invoke(
+        {"messages": [HumanMessage(task.request)]},
+        {"recursion_limit": 4 * max_calls + 10},
+    )
+    seconds = time.perf_counter() - started
+    messages: list[BaseMessage] = list(result["messages"])
+    last = messages[-1]
+    ended = "guard" if from_guard(last) else "limit" if _capped(last) else "answer"
+    longest, broke = _longest(messages, ended)
+    answer = last.text if isinstance(last, AIMessage) and ended == "answer" else ""
+    return LabRun(
+        task.name,
+        condition,
+        run,
+        count.calls,
+        longest,
+        broke,
+        bool(answer) and task.accept(answer.lower()),
+        ended,
+        count.tokens,
+        seconds,
+        messages,
+    )
+
+
+def run_lab(
+    model: BaseChatModel,
+    tasks: Iterable[Task],
+    conditions: Sequence[str],
+    *,
+    runs: int = 1,
+    max_calls: int = 24,
+    config: ReminderConfig | None = None,
+) -> Iterator[LabRun]:
+    """Every task under every condition, `runs` times each, one run at a time."""
+    for task in tasks:
+        for condition in conditions:
+            for number in range(1, runs + 1):
+                yield run_task(
+                    model, task, condition, run=number, max_calls=max_calls, config=config
+                )
+
+
+def _longest(messages: Sequence[BaseMessage], ended: str) -> tuple[int, str | None]:
+    """The longest run of identical calls, and what ended it (see `LabRun.broke`)."""
+    best, broke = 0, None
+    run, key, said = 0, None, None  # the current run, its call, the guard's words after it
+    for message in messages:
+        if _capped(message) or (from_guard(message) and isinstance(message, AIMessage)):
+            break  # the cap's or the guard's last words: the run is ended below
+        if from_guard(message):
+            tag = tag_of(message) or {}
+            said = "neutral" if NEUTRAL in str(message.content) else str(tag.get("level"))
+            continue
+        if not isinstance(message, AIMessage):
+            continue
+        for call in message.tool_calls or [None]:  # type: ignore[list-item]
+            new = None if call is None else (call["name"], canonicalize(call["args"]))
+            if new is not None and new == key:
+                run += 1
+                said = None
+                continue
+            if run > best:
+                best, broke = run, said
+            run, key, said = (0, None, None) if new is None else (1, new, None)
+    if run > best:
+        best, broke = run, {"guard": "escalated", "limit": "limit"}.get(ended, said)
+    return best, broke
+
+
+def _capped(message: BaseMessage) -> bool:
+    """Whether `message` is the one `ModelCallLimitMiddleware` ends a run with."""
+    return isinstance(message, AIMessage) and str(message.content).startswith(_CAPPED)
+
+
+_CAPPED = "Model call limits exceeded"

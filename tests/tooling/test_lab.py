@@ -1,0 +1,249 @@
+"""The loop lab: tasks that make a model loop, run under each condition, and what they show."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from repeat_reminder_langchain import ReminderConfig, from_guard
+from repeat_reminder_langchain.reminder import tag_of
+from repeat_reminder_langchain.tooling import cli
+from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling.lab import (
+    NEUTRAL,
+    TASKS,
+    calculate,
+    forecast,
+    guard_for,
+    pay,
+    ping,
+    read_file,
+    run_lab,
+    run_task,
+    search_docs,
+)
+from repeat_reminder_langchain.tooling.tables import format_lab
+
+from ..helpers import assert_adjacent, usage_error
+from ..provider_server import ProviderServer, Script
+
+POLL = TASKS["poll"]
+
+
+class Stubborn(BaseChatModel):
+    """Polls the same job until it reads words it heeds after its last call, then answers.
+
+    `heeds`: reminder levels (`gentle`, `detailed`), `neutral` for the neutral note, or a word
+    the guard's text must hold. `tire`: after this many calls it stops on its own.
+    """
+
+    heeds: tuple[str, ...] = ()
+    tire: int = 1000
+    answer: str = "The job is still running."
+
+    @property
+    def _llm_type(self) -> str:
+        return "stubborn-test-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Stubborn:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        made = sum(1 for m in messages if isinstance(m, AIMessage) and m.tool_calls)
+        last_call = max(i for i, m in enumerate(messages) if not from_guard(m)) if made else 0
+        said = [m for m in messages[last_call:] if from_guard(m)]
+        heard = any(self._heeds(m) for m in said)
+        usage = {"input_tokens": 8, "output_tokens": 2, "total_tokens": 10}
+        if heard or made >= self.tire:
+            reply = AIMessage(self.answer, usage_metadata=usage)
+        else:
+            call = {"name": "job_status", "args": {"job": "nightly-build-7"}, "id": f"c{made}"}
+            reply = AIMessage("", tool_calls=[call], usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _heeds(self, message: BaseMessage) -> bool:
+        level = str((tag_of(message) or {}).get("level"))
+        text = str(message.content)
+        return any(
+            w == level or (w == "neutral" and NEUTRAL in text) or w in text for w in self.heeds
+        )
+
+
+def test_a_model_that_heeds_the_gentle_reminder_breaks_its_loop_there() -> None:
+    run = run_task(Stubborn(heeds=("gentle",)), POLL, "guard")
+
+    assert_adjacent(run.messages)
+    assert (run.model_calls, run.longest, run.broke, run.ended) == (4, 3, "gentle", "answer")
+    assert run.acceptable and run.tokens == 40
+    assert run.as_dict()["task"] == "poll" and "messages" not in run.as_dict()
+
+
+def test_without_a_guard_the_cap_ends_the_loop() -> None:
+    run = run_task(Stubborn(heeds=("gentle",)), POLL, "none", max_calls=8)
+
+    assert (run.model_calls, run.longest, run.broke, run.ended) == (8, 8, "limit", "limit")
+    assert not run.acceptable
+
+
+def test_escalation_ends_a_loop_no_reminder_breaks() -> None:
+    run = run_task(Stubborn(), POLL, "escalate")
+
+    assert (run.model_calls, run.longest, run.broke, run.ended) == (10, 10, "escalated", "guard")
+    assert not run.acceptable  # the guard's last words are not the model's answer
+
+
+def test_the_neutral_note_is_said_where_a_reminder_would_be() -> None:
+    run = run_task(Stubborn(heeds=("neutral",)), POLL, "neutral")
+
+    assert (run.longest, run.broke) == (3, "neutral")
+    said = next(str(m.content) for m in run.messages if from_guard(m))
+    assert said.endswith(NEUTRAL + "\n</system-reminder>")
+
+
+def test_the_users_own_words_run_as_the_config_condition() -> None:
+    config = ReminderConfig(words={"*": {"detailed": "Enough: {tool} said the same {count}x."}})
+    run = run_task(Stubborn(heeds=("Enough",)), POLL, "config", config=config)
+
+    assert (run.longest, run.broke, run.model_calls) == (5, "detailed", 6)
+
+
+def test_a_model_that_changes_course_unprompted_broke_its_own_run() -> None:
+    run = run_task(Stubborn(tire=2), POLL, "guard")
+    assert (run.longest, run.broke) == (2, None)
+
+
+def test_the_lab_runs_every_task_under_every_condition_as_often_as_asked() -> None:
+    runs = list(
+        run_lab(Stubborn(heeds=("gentle",)), [POLL], ["none", "guard"], runs=2, max_calls=5)
+    )
+    assert [(r.condition, r.run) for r in runs] == [
+        ("none", 1),
+        ("none", 2),
+        ("guard", 1),
+        ("guard", 2),
+    ]
+    table = format_lab(runs).splitlines()
+    heads = "task condition runs model calls longest broken by acceptable tokens seconds"
+    assert table[0].split() == heads.split()
+    assert table[1].split()[:8] == ["poll", "none", "2", "5.0", "5.0", "limit", "2", "0/2"]
+    assert table[2].split()[:8] == ["poll", "guard", "2", "4.0", "3.0", "gentle", "2", "2/2"]
+    assert [line.split()[:2] for line in table[3:]] == [["total", "none"], ["total", "guard"]]
+
+
+def test_conditions_that_cannot_run_say_why() -> None:
+    with pytest.raises(ValueError, match="the config condition needs the settings"):
+        guard_for("config")
+    with pytest.raises(ValueError, match="unknown condition 'loud'"):
+        guard_for("loud")
+
+
+def test_the_tasks_tools_answer_alike_every_time() -> None:
+    assert calculate.invoke({"expression": "2x3"}) == "Error: invalid syntax in '2x3'"
+    worked = [calculate.invoke({"expression": e}) for e in ("2*3", "(1+2)/4", "-3-1")]
+    assert worked == ["6", "0.75", "-4"]
+    assert calculate.invoke({"expression": "9**9**9"}).startswith("Error")  # no powers
+    assert calculate.invoke({"expression": "1/0"}).startswith("Error")
+    assert ping.invoke({"host": "db-3"}) == "ping db-3: request timed out"
+    assert search_docs.invoke({"query": "frobnicate"}) == "no results"
+    assert read_file.invoke({"path": "notes.txt"}) == "Error: notes.txt: no such file"
+    assert "importer" in read_file.invoke({"path": "./NOTES.md"})
+    assert pay.invoke({"order": "A-17", "card": "visa"}) == "Error: card visa declined"
+    assert pay.invoke({"order": "A-17", "card": "Mastercard"}) == "order A-17 paid with Mastercard"
+    assert "light rain" in forecast.invoke({"city": "Lyon"})
+    answers = {
+        "poll": "still running", "ping": "it is unreachable", "search": "no results at all",
+        "file": "2.4.0 ships the new importer", "calculator": "2x3 is 6",
+        "payment": "paid with your mastercard", "forecast": "light rain, 14 °c",
+    }  # fmt: skip
+    assert all(TASKS[name].accept(text) for name, text in answers.items())
+    assert not any(
+        task.accept("i could not do it.") for name, task in TASKS.items() if name != "search"
+    )
+
+
+# -- the command line, over HTTP against the validating server ---------------------------------
+
+
+def test_the_lab_runs_an_openai_compatible_model_over_http(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 5, answer="Still running.")
+    with ProviderServer(script) as server:
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        argv += ["--conditions", "none,guard", "--temperature", "0", "--output", str(tmp_path)]
+        assert main(argv) == 0
+        assert {exchange.status for exchange in server.exchanges} == {200}  # every request valid
+    captured = capsys.readouterr()
+    assert (
+        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, ended by answer" in captured.err
+    )
+    rows = [json.loads(line) for line in (tmp_path / "lab.jsonl").read_text().splitlines()]
+    assert [(r["condition"], r["longest"], r["broke"], r["acceptable"]) for r in rows] == [
+        ("none", 5, None, True),
+        ("guard", 5, "detailed", True),  # this model does not heed: it answers when it would
+    ]
+    transcripts = sorted(p.name for p in (tmp_path / "transcripts").iterdir())
+    assert transcripts == ["poll-guard-1.txt", "poll-none-1.txt"]
+    assert "REMINDER" in (tmp_path / "transcripts" / "poll-guard-1.txt").read_text()
+    assert captured.out.splitlines()[1].split()[:3] == ["poll", "none", "1"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (["--tasks", "poll,loop"], "--tasks: unknown task 'loop'; the tasks are poll, ping"),
+        (["--conditions", "loud"], "--conditions: unknown condition 'loud'; the conditions are"),
+        (["--conditions", "config"], "--conditions config: name the settings with --config FILE"),
+        (["--model", "nowhere:model"], "--model: "),
+    ],
+)
+def test_a_lab_that_cannot_run_says_why(
+    capsys: pytest.CaptureFixture[str], argv: list[str], problem: str
+) -> None:
+    line = usage_error(capsys, ["lab", "--model", "openai:gpt-4.1-mini", *argv], "lab")
+    assert line.startswith(problem)
+
+
+def test_bad_settings_and_a_failing_model_are_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "words.toml"
+    bad.write_text('[words.repeat]\ngentle = "{toool}"\n', encoding="utf-8")
+    argv = ["lab", "--model", "m", "--conditions", "config", "--config", str(bad)]
+    assert "unknown field {toool}" in usage_error(capsys, argv, "lab")
+
+    class Broken(Stubborn):
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Broken())
+    assert main(["lab", "--model", "m", "--tasks", "poll", "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: the model failed: ConnectionError: connection refused"
+    )
+
+
+def test_a_quiet_lab_prints_the_table_only(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("gentle",)))
+    assert main(["lab", "--model", "m", "--tasks", "poll", "--conditions", "guard", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.splitlines()[1].split()[:6] == ["poll", "guard", "1", "4.0", "3.0", "gentle"]
+
+
+def test_a_missing_provider_package_names_the_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)
+    assert main(["lab", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "langchain_openai: not installed (pip install" in capsys.readouterr().err
