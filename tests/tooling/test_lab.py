@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,6 @@ from repeat_reminder_langchain.tooling.lab import (
 from repeat_reminder_langchain.tooling.tables import format_lab
 
 from ..helpers import assert_adjacent, usage_error
-from ..provider_server import ProviderServer, Script
 
 POLL = TASKS["poll"]
 
@@ -169,31 +167,7 @@ def test_the_tasks_tools_answer_alike_every_time() -> None:
     )
 
 
-# -- the command line, over HTTP against the validating server ---------------------------------
-
-
-def test_the_lab_runs_an_openai_compatible_model_over_http(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 5, answer="Still running.")
-    with ProviderServer(script) as server:
-        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
-        argv += ["--conditions", "none,guard", "--temperature", "0", "--output", str(tmp_path)]
-        assert main(argv) == 0
-        assert {exchange.status for exchange in server.exchanges} == {200}  # every request valid
-    captured = capsys.readouterr()
-    assert (
-        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, ended by answer" in captured.err
-    )
-    rows = [json.loads(line) for line in (tmp_path / "lab.jsonl").read_text().splitlines()]
-    assert [(r["condition"], r["longest"], r["broke"], r["acceptable"]) for r in rows] == [
-        ("none", 5, None, True),
-        ("guard", 5, "detailed", True),  # this model does not heed: it answers when it would
-    ]
-    transcripts = sorted(p.name for p in (tmp_path / "transcripts").iterdir())
-    assert transcripts == ["poll-guard-1.txt", "poll-none-1.txt"]
-    assert "REMINDER" in (tmp_path / "transcripts" / "poll-guard-1.txt").read_text()
-    assert captured.out.splitlines()[1].split()[:3] == ["poll", "none", "1"]
+# -- the command line -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
