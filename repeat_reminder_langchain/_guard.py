@@ -107,6 +107,7 @@ class Guard:
         "records",
         "stats",
         "tool_policies",
+        "words",
     )
 
     def __init__(
@@ -126,6 +127,7 @@ class Guard:
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.marks_system = marks_system
+        self.words = dict(config.words) or None  # the user's words, read once: most have none
 
     def step(
         self,
@@ -225,14 +227,14 @@ class Guard:
             pass
         elif escalation is None or escalation.behavior == "block":
             if found.reminders:
-                messages = [reminder_message(found.reminders, kind, self.config.words)]
+                messages = [reminder_message(found.reminders, kind, self.words)]
         elif escalation.behavior == "error":
             stop = RepeatToolLoopError(escalation, told.thread)
         elif escalation.behavior == "interrupt":
             record, messages, end, stop = self._ask(record, escalation)
             answered = stop is None  # its loop was reported when the human was asked
         else:
-            messages, end = [escalation_message(escalation, self.config.words)], True
+            messages, end = [escalation_message(escalation, self.words)], True
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             update, messages = self._keep(where, record, messages, conversation, converts=converts)
@@ -274,7 +276,7 @@ class Guard:
             return self.counter.reset(record), [], False, None
         if choice == "message":
             return self.counter.reset(record), [HumanMessage(text)], False, None
-        return record, [escalation_message(escalation, self.config.words)], True, None
+        return record, [escalation_message(escalation, self.words)], True, None
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:
