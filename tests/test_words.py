@@ -57,6 +57,7 @@ def test_words_left_unset_are_the_detectors_own() -> None:
     stopped = Escalation("grep", 9, "repeat", "{}", "end", limit=9)
     assert stopped.say(words) == stopped.text
     assert stopped.say({"*": {"final": "{what}"}}) == "the same call with the same arguments"
+    assert stopped.say({"*": {"final": lambda escalation: f"bye {escalation.tool}"}}) == "bye grep"
 
 
 def test_a_detectors_own_words_come_before_every_detectors() -> None:

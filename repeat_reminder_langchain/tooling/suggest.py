@@ -209,8 +209,7 @@ class Suggester:
             _count(self._prefixes, prefix[1], index, tool, failed, text)
 
     def _user(self, index: int, message: BaseMessage) -> None:
-        text = message.text if hasattr(message, "text") else str(message.content)
-        text = str(text).strip()
+        text = message.text.strip()
         if len(text) < _LONG:
             return
         _count(self._users, text[:_HEAD], index, "", False, text)
