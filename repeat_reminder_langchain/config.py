@@ -157,6 +157,11 @@ class ReminderConfig(BaseModel):
             (`"interrupt"`), or, with the middleware only, `"block"` the repeated call: it
             gets an error result and the model decides; a model that reads the refusal and
             sends the same call again in a later turn is ended as `"end"` ends a run.
+        words: Reminder words of your own, by detector (or `"*"` for every one) and level
+            (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
+            ended): a format string naming only the reminder's fields (`reminder.WORD_FIELDS`)
+            or a function of the `Reminder` (or `Escalation`) that returns the text. A level
+            left out keeps the guard's words.
 
     A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.
