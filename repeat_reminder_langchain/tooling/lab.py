@@ -34,10 +34,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 
-from ..canonical import canonicalize
 from ..config import ReminderConfig
 from ..middleware import RepeatToolReminderMiddleware
 from ..reminder import from_guard, tag_of
+from ..replay import replay
 
 __all__ = [
     "CONDITIONS",
@@ -312,7 +312,7 @@ def run_task(
     messages: list[BaseMessage] = list(result["messages"])
     last = messages[-1]
     ended = "guard" if from_guard(last) else "limit" if _capped(last) else "answer"
-    longest, broke = _longest(messages, ended)
+    longest, broke = _longest(messages)
     answer = last.text if isinstance(last, AIMessage) and ended == "answer" else ""
     return LabRun(
         task.name,
@@ -347,31 +347,26 @@ def run_lab(
                 )
 
 
-def _longest(messages: Sequence[BaseMessage], ended: str) -> tuple[int, str | None]:
-    """The longest run of identical calls, and what ended it (see `LabRun.broke`)."""
-    best, broke = 0, None
-    run, key, said = 0, None, None  # the current run, its call, the guard's words after it
-    for message in messages:
+def _longest(messages: Sequence[BaseMessage]) -> tuple[int, str | None]:
+    """The longest run of identical calls, as the guard counts it, and what ended it.
+
+    What ended it (see `LabRun.broke`) is read between the model turn that made its last call
+    and the model's next turn: the guard's last words there, or the cap's or the guard's end.
+    """
+    runs = [(item.trace.streak, item.message) for item in replay(messages, _COUNTED) if item.trace]
+    if not runs:
+        return 0, None
+    longest, turn = max(runs, key=lambda run: run[0])  # the first longest: its last call
+    said = None
+    for message in messages[turn + 1 :]:
         if _capped(message) or (from_guard(message) and isinstance(message, AIMessage)):
-            break  # the cap's or the guard's last words: the run is ended below
+            return longest, "limit" if _capped(message) else "escalated"
+        if isinstance(message, AIMessage):
+            break  # the model's next turn: it changed course
         if from_guard(message):
             tag = tag_of(message) or {}
             said = "neutral" if NEUTRAL in str(message.content) else str(tag.get("level"))
-            continue
-        if not isinstance(message, AIMessage):
-            continue
-        for call in message.tool_calls or [None]:  # type: ignore[list-item]
-            new = None if call is None else (call["name"], canonicalize(call["args"]))
-            if new is not None and new == key:
-                run += 1
-                said = None
-                continue
-            if run > best:
-                best, broke = run, said
-            run, key, said = (0, None, None) if new is None else (1, new, None)
-    if run > best:
-        best, broke = run, {"guard": "escalated", "limit": "limit"}.get(ended, said)
-    return best, broke
+    return longest, said
 
 
 def _capped(message: BaseMessage) -> bool:
@@ -380,3 +375,4 @@ def _capped(message: BaseMessage) -> bool:
 
 
 _CAPPED = "Model call limits exceeded"
+_COUNTED = ReminderConfig()  # every tool tracked: runs of identical calls as the guard counts them

@@ -249,7 +249,8 @@ def format_suggestion(suggestion: Suggestion) -> str:
         n: getattr(config, n) for n in type(config).model_fields if n in config.model_fields_set
     }
     python = ", ".join(f"{name}={_python(value)}" for name, value in fields.items())
-    options = " ".join(_option(name, value) for name, value in fields.items())
+    # Words have no option: a settings file holds them (--write-config).
+    options = " ".join(_option(name, value) for name, value in fields.items() if name != "words")
     lines += ["", "as Python:", f"  ReminderConfig({python})", "as options:", f"  {options}"]
     if suggestion.sweep:
         header = ["detector", *(f"at {at}" for at in SWEEP)]
@@ -313,7 +314,7 @@ def _python(value: Any) -> str:
 def _option(name: str, value: Any) -> str:
     flag = "--" + name.replace("_", "-")
     if isinstance(value, Mapping):
-        return " ".join(f"{flag} {shlex.quote(f'{k}={chr(44).join(v)}')}" for k, v in value.items())
+        return " ".join(f"{flag} {shlex.quote(k + '=' + ','.join(v))}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         value = ",".join(map(str, value))
     return f"{flag} {shlex.quote(str(value))}"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from repeat_reminder_langchain import ReminderConfig, from_guard
@@ -19,6 +19,7 @@ from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.lab import (
     NEUTRAL,
     TASKS,
+    _longest,
     calculate,
     forecast,
     guard_for,
@@ -221,3 +222,18 @@ def test_a_missing_provider_package_names_the_extra(
     monkeypatch.setitem(sys.modules, "langchain_openai", None)
     assert main(["lab", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "langchain_openai: not installed (pip install" in capsys.readouterr().err
+
+
+def test_a_model_that_never_calls_a_tool_has_no_run() -> None:
+    run = run_task(Stubborn(tire=0), POLL, "guard")
+    assert (run.model_calls, run.longest, run.broke, run.acceptable) == (1, 0, None, True)
+
+
+def test_a_conversation_cut_after_the_results_has_no_next_turn_to_read() -> None:
+    call = {"name": "job_status", "args": {"job": "x"}, "id": "c0"}
+    cut = [
+        HumanMessage("go"),
+        AIMessage("", tool_calls=[call], id="m0"),
+        ToolMessage("r", tool_call_id="c0"),
+    ]
+    assert _longest(cut) == (1, None)

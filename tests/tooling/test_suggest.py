@@ -256,3 +256,11 @@ def test_the_text_gives_the_settings_as_python_and_as_options() -> None:
     )
     assert "  ReminderConfig(ignore_arguments={'run_*': ['a', 'b']}, not_user='\\\\APlease" in text
     assert "  --ignore-arguments 'run_*=a,b' --not-user '\\APlease always provide" in text
+
+
+def test_words_given_are_kept_in_python_and_left_to_the_file_in_options() -> None:
+    talks = [conversation(n, [NOTICE]) for n in range(3)]
+    text = format_suggestion(suggested(talks, ReminderConfig(words={"*": {"gentle": "{tool}"}})))
+    notice = "not_user='\\\\APlease always provide EXACTLY ONE action'"
+    assert f"  ReminderConfig({notice}, words=" in text
+    assert "--words" not in text
