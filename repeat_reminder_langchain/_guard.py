@@ -15,11 +15,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from uuid import UUID
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
+from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 
 from ._conversation import read_state, read_turn
@@ -37,16 +39,22 @@ if TYPE_CHECKING:
     from .metrics import MeterProviderOption
 
 __all__ = [
+    "RUN_FIELD",
     "Guard",
     "Records",
     "StateStore",
     "Step",
     "current_run_config",
     "instance_name",
+    "invocation_of",
     "thread_of",
 ]
 
 logger = logging.getLogger(LOGGER_NAME)
+
+RUN_FIELD = "repeat_tool_reminder_run"
+"""The state field where the middleware and the state-kept node keep the id of the invocation
+(not checkpointed: each invocation starts without it), for its log lines."""
 
 
 class Records(Protocol):
@@ -96,11 +104,14 @@ class Guard:
         meter_provider: Where its OpenTelemetry metrics go (see `metrics_for`).
         marks_system: Whether a record says that reminders were stored as system messages
             (the middleware, which rewrites them when its model turns out not to take them).
+        keeps_run: Whether the state keeps the invocation's id (`RUN_FIELD`): the update of
+            its first report writes it, so that the later ones carry the same.
     """
 
     __slots__ = (
         "config",
         "counter",
+        "keeps_run",
         "marks_system",
         "name",
         "reaches_model",
@@ -118,6 +129,7 @@ class Guard:
         records: Records,
         meter_provider: MeterProviderOption = None,
         marks_system: bool = False,
+        keeps_run: bool = False,
     ) -> None:
         self.config = config
         self.name = name
@@ -127,6 +139,7 @@ class Guard:
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.marks_system = marks_system
+        self.keeps_run = keeps_run
         self.words = dict(config.words) or None  # the user's words, read once: most have none
 
     def step(
@@ -138,6 +151,7 @@ class Guard:
         run_config: RunnableConfig | None = None,
         delivery: Delivery = "sent",
         answer_only: bool = False,
+        invocation: object = None,
     ) -> Step | None:
         """Count what happened since the record's turn; None when nothing did.
 
@@ -152,6 +166,8 @@ class Guard:
                 acted on, and the step reports its reminders as not delivered.
             answer_only: Count only the model answering after a reminder it saw (a run that
                 ends with that answer); a tool turn is left to the next step.
+            invocation: The id of the invocation as the face knows it, for the log lines when
+                LangGraph has none (`invocation_of`).
         """
         records = self.records
         record = records.read(where)
@@ -182,9 +198,9 @@ class Guard:
                 record = found.record or record
                 update, messages = self._keep(where, record, [], conversation, converts=converts)
             if quiet:
-                told = _make(Report, (found, self.stats, self.config, delivery, None, None))
+                told = _make(Report, (found, self.stats, self.config, delivery, None, None, None))
             else:
-                told = self._told(found, delivery, run_config or current_run_config())
+                told = self._told(found, delivery, run_config or current_run_config(), invocation)
             return _make(Step, (found, update, messages, False, None, told, turn))
         return self._act(
             where,
@@ -194,11 +210,19 @@ class Guard:
             converts=converts,
             kind="human" if keeps_system is False else self.config.message_type,
             run_config=run_config or current_run_config(),
+            invocation=invocation,
         )
 
-    def _told(self, found: Count, delivery: Delivery, run_config: RunnableConfig | None) -> Report:
+    def _told(
+        self,
+        found: Count,
+        delivery: Delivery,
+        run_config: RunnableConfig | None,
+        invocation: object,
+    ) -> Report:
         """What a turn with something due reports, from the run it is in."""
-        return Report(found, self.stats, self.config, delivery, run_config, thread_of(run_config))
+        thread, run = thread_of(run_config), invocation_of(run_config, invocation)
+        return Report(found, self.stats, self.config, delivery, run_config, thread, run)
 
     def _act(
         self,
@@ -210,6 +234,7 @@ class Guard:
         converts: bool,
         kind: Literal["system", "human"],
         run_config: RunnableConfig | None,
+        invocation: object,
     ) -> Step:
         """The reminders to add, or the escalation to carry out, for a count with something due.
 
@@ -219,7 +244,7 @@ class Guard:
         """
         record: Record = found.record or {}
         escalation = found.escalation
-        told = self._told(found, "sent", run_config)
+        told = self._told(found, "sent", run_config, invocation)
         messages: list[BaseMessage] = []
         end = answered = False
         stop: BaseException | None = None
@@ -238,6 +263,8 @@ class Guard:
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             update, messages = self._keep(where, record, messages, conversation, converts=converts)
+            if self.keeps_run and told.run not in (None, invocation):
+                update[RUN_FIELD] = told.run
         return Step(found, update, messages, end, stop, None if answered else told, turn)
 
     def _keep(
@@ -301,6 +328,25 @@ def current_run_config() -> RunnableConfig | None:
         return get_config()
     except RuntimeError:
         return None
+
+
+def invocation_of(run_config: RunnableConfig | None, known: object = None) -> str | None:
+    """The id of the invocation a step is in, so that one run's log lines group together.
+
+    LangGraph's id of the run, when it has one: a caller's `config["run_id"]`, which the
+    LangGraph server sets for each run. Else the id the face knows: the handler's root run
+    (kept as an integer) or the one the middleware keeps for the run. Else the step's own run.
+    """
+    try:
+        run = getattr(get_runtime().execution_info, "run_id", None)
+    except Exception:  # outside a graph run, or in a runnable outside any graph
+        run = None
+    if run:
+        return str(run)
+    if known:
+        return str(UUID(int=known) if type(known) is int else known)
+    step = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)
+    return None if step is None else str(step)
 
 
 def thread_of(run_config: RunnableConfig | None) -> str | None:

@@ -83,6 +83,12 @@ class AgentRecords:
             return None
         return _agent_key(run.root, run.path, run_config.get("metadata"))
 
+    def invocation(self, state: Any, run_config: RunnableConfig) -> int | None:
+        """The root run of a node's run, which the handler saw start (the integer of its id)."""
+        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
+        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
+        return None if run is None else run.root
+
     def read(self, key: AgentKey) -> Record:
         """The agent's record (empty before its first count)."""
         with self._lock:

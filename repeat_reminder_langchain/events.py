@@ -136,6 +136,7 @@ class Report(NamedTuple):
         run_config: The config of the run to send the events from (None outside a graph run,
             and for a turn with nothing to report).
         thread: The conversation the run belongs to, if it has one.
+        run: The invocation the turn is in (`_guard.invocation_of`), for the log lines.
     """
 
     found: Count
@@ -144,6 +145,7 @@ class Report(NamedTuple):
     delivery: Delivery
     run_config: RunnableConfig | None
     thread: str | None
+    run: str | None
 
 
 def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
@@ -190,10 +192,9 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
 
 def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
     """Add the turn's count to the stats, log what it found; its events."""
-    counted, config, thread = told.found, told.config, told.thread
+    counted, config, thread, run = told.found, told.config, told.thread, told.run
     delivered = told.delivery == "sent" and config.mode == "remind"
     told.stats.add(counted, delivered=delivered)
-    run = getattr((told.run_config or {}).get("callbacks"), "parent_run_id", None)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         data = reminder_event(reminder, config, delivered, thread)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Protocol
 
 from langchain_core.callbacks import dispatch_custom_event
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph import MessagesState
 from typing_extensions import Unpack
 
 from ._conversation import read_messages, read_state
 from ._counter import Record
-from ._guard import Guard, Records, StateStore, instance_name, thread_of
+from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
 from ._wiring import refuse_block, warn_wiring
 from .callbacks import RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, ReminderFields, resolve_config
@@ -34,10 +35,12 @@ class RepeatToolReminderState(MessagesState):
 
     Build the graph with `StateGraph(RepeatToolReminderState, input_schema=MessagesState,
     output_schema=MessagesState)` to keep the field out of the graph's input and output: it is
-    then checkpointed, but a caller can neither see nor set it.
+    then checkpointed, but a caller can neither see nor set it. Beside it, the id of the
+    invocation, for the log lines: kept for one run, never checkpointed.
     """
 
     repeat_tool_reminder: NotRequired[dict[str, Any]]
+    repeat_tool_reminder_run: NotRequired[Annotated[str, UntrackedValue]]
 
 
 class RepeatToolReminderNode:
@@ -133,6 +136,7 @@ class RepeatToolReminderNode:
                 name=instance_name(type(self).__name__, settings),
                 records=self._records,
                 meter_provider=meter_provider,
+                keeps_run=True,
             )
         self.config, self.stats = self._guard.config, self._guard.stats
         self.tool_policies = self._guard.tool_policies
@@ -150,7 +154,8 @@ class RepeatToolReminderNode:
                 self._warn_outside()
                 return {}
             messages = read_messages(state, self.messages_key)
-            step = guard.step(where, messages, run_config=config)
+            invocation = self._records.invocation(state, config)
+            step = guard.step(where, messages, run_config=config, invocation=invocation)
             if step is None:
                 return {}
             if step.turn.waiting:
@@ -209,6 +214,9 @@ class _Records(Records, Protocol):
     def find(self, state: Any, config: RunnableConfig) -> Any:
         """Where the node's record is; None when it cannot be kept."""
 
+    def invocation(self, state: Any, config: RunnableConfig) -> object:
+        """The id of the invocation, as these records know it (None: not known)."""
+
 
 class _InState:
     """The state-kept node's records: in the graph state, under `state_key`."""
@@ -226,6 +234,10 @@ class _InState:
     def find(self, state: Any, config: RunnableConfig) -> tuple[Any, str | None]:
         """Where the record is: this state, of this thread."""
         return state, thread_of(config)
+
+    def invocation(self, state: Any, config: RunnableConfig) -> object:
+        """The id the state keeps for this invocation, once the node reported in it."""
+        return read_state(state, RUN_FIELD)
 
     def read(self, where: tuple[Any, str | None]) -> Record:
         """The record kept in the state."""

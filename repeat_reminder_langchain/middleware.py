@@ -18,6 +18,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AnyMessage, ToolMessage
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
@@ -25,7 +26,7 @@ from typing_extensions import Unpack, override
 
 from ._conversation import read_turn
 from ._counter import Record
-from ._guard import Guard, StateStore, Step, instance_name
+from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
 from ._wiring import Misplaced
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import Dispatch, report
@@ -87,10 +88,12 @@ def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]
 class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
     """Agent state with the guard's records: checkpointed, but not part of input or output.
 
-    The field maps each middleware instance's `name` to its record (`Record`).
+    The field maps each middleware instance's `name` to its record (`Record`). Beside it, the
+    id of the invocation, for the log lines: kept for one run, never checkpointed.
     """
 
     repeat_tool_reminder: NotRequired[Annotated[dict[str, Record], PrivateStateAttr, merge_records]]
+    repeat_tool_reminder_run: NotRequired[Annotated[str, UntrackedValue, PrivateStateAttr]]
 
 
 class RepeatToolReminderMiddleware(
@@ -174,6 +177,7 @@ class RepeatToolReminderMiddleware(
             records=self._store,
             meter_provider=meter_provider,
             marks_system=True,
+            keeps_run=True,
         )
         self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking
@@ -270,7 +274,12 @@ class RepeatToolReminderMiddleware(
     ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
         """The turn's state update, what stops the run, and the events still to be awaited."""
         try:
-            step = self._guard.step(state, state["messages"], keeps_system=self._keeps_system)
+            step = self._guard.step(
+                state,
+                state["messages"],
+                keeps_system=self._keeps_system,
+                invocation=state.get(RUN_FIELD),
+            )
             update = None if step is None else self._update(step)
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
 from langchain_core.callbacks import (
@@ -14,11 +15,17 @@ from langchain_core.callbacks import (
     adispatch_custom_event,
     dispatch_custom_event,
 )
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 
 import repeat_reminder_langchain._guard as guard_module
-from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
+from repeat_reminder_langchain import (
+    ReminderConfig,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+)
 from repeat_reminder_langchain._counter import Count
 from repeat_reminder_langchain.events import (
     Delivery,
@@ -31,11 +38,23 @@ from repeat_reminder_langchain.reminder import Escalation, Reminder
 from repeat_reminder_langchain.stats import Stats
 
 from .conftest import Guarded
-from .helpers import ask, assert_adjacent, call, final_messages, reminders, repeat, scripted, turn
+from .helpers import (
+    ask,
+    assert_adjacent,
+    call,
+    final_messages,
+    model_node,
+    probe,
+    reminders,
+    repeat,
+    scripted,
+    turn,
+)
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
 DIGEST = re.compile("^[0-9a-f]{32}$")
+RUN_ID = re.compile("^[0-9a-f-]{36}$")
 
 
 class Collector(BaseCallbackHandler):
@@ -157,11 +176,71 @@ def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
     assert "s3cr3t" not in str(fields["repeat_tool_reminder"])
 
 
+def _runs_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.run_id for r in caplog.records if r.name == "repeat_reminder_langchain"]
+
+
+def test_the_log_lines_of_one_invocation_carry_its_id(
+    guarded: Make, thread: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two invocations on one thread, each drawing two reminders: the lines of each group
+    # together, whichever graph step drew them.
+    script = [*repeat("probe", SAME, 3), AIMessage("first"), *repeat("probe", SAME, 3)]
+    agent = guarded(scripted(script), thresholds=[2, 3], checkpointer=InMemorySaver())
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        agent.invoke(ask(), thread)
+        agent.invoke(ask("again"), thread)
+
+    first, second = _runs_logged(caplog)[:2], _runs_logged(caplog)[2:]
+    assert len(first) == len(second) == 2
+    assert first[0] == first[1] != second[0] == second[1]
+    assert all(RUN_ID.match(run) for run in first + second)
+    assert "repeat_tool_reminder_run" not in agent.state(thread)  # kept for the run only
+
+
+def test_the_log_lines_carry_the_run_id_langgraph_was_given(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The LangGraph server gives each of its runs its id this way.
+    agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2, 3])
+    given = uuid.uuid4()
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        agent.invoke(ask(), run_id=given)
+
+    assert _runs_logged(caplog) == [str(given)] * 2
+
+
+def test_a_state_without_the_run_field_logs_each_steps_own_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A user's own state with the counts' field alone: the node cannot keep the invocation's
+    # id, and each line names the run of the step that drew it.
+    class Own(MessagesState):
+        repeat_tool_reminder: NotRequired[dict[str, Any]]
+
+    model = scripted(repeat("probe", SAME, 3))
+    node = RepeatToolReminderNode(thresholds=[2, 3])
+    builder = StateGraph(Own)
+    builder.add_node("agent", model_node(model, prepared=True))
+    builder.add_node("tools", ToolNode([probe]))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_edge("repeat_reminder", "agent")
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        result = builder.compile().invoke(ask())
+
+    assert_adjacent(result["messages"])
+    first, second = _runs_logged(caplog)
+    assert first != second and RUN_ID.match(first) and RUN_ID.match(second)
+
+
 # -- reporting outside a graph ----------------------------------------------------------------
 
 
 def _told(found: Count, stats: Stats, delivery: Delivery = "sent", **fields: Any) -> Report:
-    return Report(found, stats, ReminderConfig(**fields), delivery, None, None)
+    return Report(found, stats, ReminderConfig(**fields), delivery, None, None, None)
 
 
 async def _areport(told: Report) -> None:
