@@ -63,6 +63,7 @@ class ReminderFields(TypedDict, total=False):
     same_error_thresholds: Sequence[int]
     recurring_error_thresholds: Sequence[int]
     cycle_thresholds: Sequence[int]
+    same_output_thresholds: Sequence[int]
     error_pattern: str | None
     not_user: str | Callable[[str], bool] | None
     escalate_after: int | None
@@ -133,13 +134,17 @@ class ReminderConfig(BaseModel):
             with no call returning something new between), `"same_error"` (consecutive
             calls to one tool failing with the same error, whatever the arguments),
             `"recurring_error"` (one call failing with the same error each time it is made,
-            whatever lies between, until it succeeds) and `"cycle"` (a sequence of two to
-            four calls repeated, every call returning what it returned the round before).
+            whatever lies between, until it succeeds), `"cycle"` (a sequence of two to
+            four calls repeated, every call returning what it returned the round before) and
+            `"same_output"` (calls of one tool with new arguments returning one output of 50
+            characters or more).
         stale_thresholds: Counts of identical results of one call that draw a reminder.
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
         recurring_error_thresholds: Failures of one call with one error, since it last
             succeeded, that draw a reminder.
         cycle_thresholds: Rounds of one repeated sequence of calls that draw a reminder.
+        same_output_thresholds: Calls of one tool returning one output, from two argument
+            sets or more, that draw a reminder.
         error_pattern: A regular expression; a tool result whose text it matches (searched)
             is a failure, as is every result with `status="error"`. None: status only.
         not_user: The user-role messages that are not the user speaking (a harness's
@@ -192,6 +197,7 @@ class ReminderConfig(BaseModel):
     same_error_thresholds: Sequence[int] = (3,)
     recurring_error_thresholds: Sequence[int] = (3,)
     cycle_thresholds: Sequence[int] = (3,)
+    same_output_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
     not_user: str | Callable[[str], bool] | None = None
     escalate_after: int | None = None

@@ -49,7 +49,7 @@ class RepeatToolReminderWarning(RuntimeWarning):
 
 
 Level = Literal["gentle", "detailed"]
-Detector = Literal["repeat", "stale", "same_error", "recurring_error", "cycle"]
+Detector = Literal["repeat", "stale", "same_error", "recurring_error", "cycle", "same_output"]
 ExitBehavior = Literal["end", "error", "interrupt", "block"]
 
 DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
@@ -93,10 +93,11 @@ class Reminder:
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
         detector: Which detector fired.
         error: For `same_error` and `recurring_error`, the error text, cut to the preview cap.
-        variants: For `same_error`, how many different argument sets hit the error.
+        variants: For `same_error` and `same_output`, how many different argument sets hit
+            the error or returned the output.
         position: The call's position among the calls of its model turn.
         evidence: What the detector saw besides the count, as lines its words quote (for
-            `cycle`, the calls of one round).
+            `cycle`, the calls of one round; for `same_output`, the output).
         summary: A one-line label such as `grep × 5`.
 
     Example:

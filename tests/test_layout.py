@@ -34,6 +34,7 @@ ROOMS = {
         "detectors.recurring_error",
         "detectors.repeat",
         "detectors.same_error",
+        "detectors.same_output",
         "detectors.stale",
         "escalation",
         "policy",

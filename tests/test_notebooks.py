@@ -99,15 +99,16 @@ PROMISED = {
         "== corpus_excerpt.jsonl: 4 conversations, 61 tool calls (61 tracked)",
         "stale 2 2 bash 2",
         "same_error 1 1 bash 1",
-        "all 3 3 bash 3 [repeat 0, same_error 1, recurring_error 0, stale 2, cycle 0]",
+        "all 3 3 bash 3 [repeat 0, same_error 1, recurring_error 0, stale 2, cycle 0, "
+        "same_output 0]",
         "check: 4 re-runs with a changed output, 0 with a stale count other than 1",
         "-- conversation 0, call 12: stale × 3",
         '>> 12 bash {"command":"cat astropy/io/ascii/rst.py"}',
         "exclude=(): 16 calls (16 tracked) · firings: repeat 0, same_error 0, recurring_error 1, "
-        "stale 1, cycle 0",
+        "stale 1, cycle 0, same_output 0",
         "call 13: book_reservation × 3 (recurring_error)",
         "exclude=('think',): 16 calls (12 tracked) · firings: repeat 1, same_error 1, "
-        "recurring_error 1, stale 1, cycle 0",
+        "recurring_error 1, stale 1, cycle 0, same_output 0",
         "call 13: book_reservation × 3 (repeat)",
         "note: excluding think would reveal 1 reminder in 1 conversation (--exclude think)",
         # the figures on the whole development corpus, with their file and settings

@@ -12,12 +12,13 @@ from .cycle import Cycle
 from .recurring_error import RecurringError
 from .repeat import Repeat
 from .same_error import SameError
+from .same_output import SameOutput
 from .stale import STALE_MEMORY, Stale
 
 __all__ = ["DETECTORS", "PARTS", "STALE_MEMORY", "Part", "Seen", "Settings", "Words"]
 
 PARTS: dict[str, type[Part]] = {
-    part.name: part for part in (Repeat, SameError, RecurringError, Stale, Cycle)
+    part.name: part for part in (Repeat, SameError, RecurringError, Stale, Cycle, SameOutput)
 }
 """Every detector by name, in the order they take precedence."""
 

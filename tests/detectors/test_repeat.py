@@ -32,7 +32,7 @@ def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
 
 
 def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
-    assert DETECTORS == ("repeat", "same_error", "recurring_error", "stale", "cycle")
+    assert DETECTORS == ("repeat", "same_error", "recurring_error", "stale", "cycle", "same_output")
     assert set(get_args(Detector)) == set(DETECTORS)  # the type names every one
     assert all(PARTS[name].name == name for name in DETECTORS)
     # `detect=` takes them in any order and keeps the registry's.

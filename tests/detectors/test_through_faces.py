@@ -311,6 +311,38 @@ def test_a_user_message_starts_the_rounds_over(guarded: Make, thread: str) -> No
     assert tags(messages) == []  # two rounds each side of the user: never three in a row
 
 
+# -- same_output ------------------------------------------------------------------------------
+
+TRACE = "Traceback (most recent call last):\n  File repro.py, line 3\nValueError: bad input"
+
+
+@tool
+def bash(command: str) -> str:
+    """Run a shell command."""
+    return TRACE if command.startswith("python") else ""
+
+
+def test_same_output_reminds_when_new_names_bring_back_one_output(guarded: Make) -> None:
+    script = []
+    for name in ("repro", "repro2", "repro3"):
+        script += [
+            turn(call("bash", {"command": f"cp base.py {name}.py"})),
+            turn(call("bash", {"command": f"python {name}.py"})),
+        ]
+    agent = guarded(scripted(script), tools=[bash], detect=["repeat", "same_output"])
+    messages = agent.invoke(ask())
+
+    assert tags(messages) == [("same_output", "gentle", "bash", 3)]
+    said = texts(messages)[0]
+    assert "returned this same output 3 times, to 3 different sets of arguments" in said
+    assert "ValueError: bad input" in said
+
+
+def test_same_output_is_off_by_default(guarded: Make) -> None:
+    script = [turn(call("bash", {"command": f"python r{n}.py"})) for n in range(4)]
+    assert tags(guarded(scripted(script), tools=[bash]).invoke(ask())) == []
+
+
 # -- what every detector shares ---------------------------------------------------------------
 
 

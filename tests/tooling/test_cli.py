@@ -150,6 +150,7 @@ def test_every_guard_option_reaches_the_config(
     argv += ["--ignore-arguments", "job_status=more", "--progress", "result"]
     argv += ["--detect", "all", "--stale-thresholds", "4", "--same-error-thresholds", "2,6"]
     argv += ["--recurring-error-thresholds", "4", "--cycle-thresholds", "2"]
+    argv += ["--same-output-thresholds", "5"]
     argv += ["--error-pattern", "^Error", "--arguments-preview-chars", "40"]
     argv += ["--escalate-after", "7", "--exit-behavior", "block", "--not-user", "EXACTLY ONE"]
 
@@ -163,11 +164,12 @@ def test_every_guard_option_reaches_the_config(
         "ignore_arguments": {"job_status": ["trace_id", "span", "more"], "x": ["y"]},
         "progress": "result",
         "mode": "remind",
-        "detect": ["repeat", "same_error", "recurring_error", "stale", "cycle"],
+        "detect": ["repeat", "same_error", "recurring_error", "stale", "cycle", "same_output"],
         "stale_thresholds": [4],
         "same_error_thresholds": [2, 6],
         "recurring_error_thresholds": [4],
         "cycle_thresholds": [2],
+        "same_output_thresholds": [5],
         "error_pattern": "^Error",
         "not_user": "EXACTLY ONE",
         "escalate_after": 7,

@@ -1,0 +1,120 @@
+"""`same_output`: one tool returning one output again and again, to calls with new arguments.
+
+An agent writes the same experiment under a new file name and runs it, or runs a script with
+another flag, and gets back the very output it got before: the change did not reach what the
+output shows. No call repeats; the output does. Opt-in: a check that passes after each of
+several fixes returns one output too (on the labelled corpus, 4 of 28 such outputs were loops).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from typing_extensions import override
+
+from ._part import Failures, Part, Seen, Settings, Words, expect
+
+MIN_OUTPUT = 50
+"""The fewest characters (stripped) of an output it counts: an empty or one-word result
+(`[]`, `ok`, an exit code alone) comes back from any number of different calls."""
+
+OUTPUTS = 16
+"""How many outputs an agent's `same_output` remembers; the least recent goes first."""
+
+_VARIANTS = 16  # argument sets remembered for one output, to say how many there were
+
+
+class _Outputs:
+    """The outputs remembered, oldest first: each `[calls, argument sets]` by tool and output."""
+
+    __slots__ = ("outputs", "text", "variants")
+
+    def __init__(self, kept: Mapping[str, Any]) -> None:
+        self.outputs: dict[str, list[Any]] = dict(kept.get("outputs", {}))
+        self.text = ""  # the output of the call seen last
+        self.variants = 0  # how many argument sets returned it
+
+
+class SameOutput(Part):
+    """Counts the calls of one tool that returned one output, once two argument sets did.
+
+    An output shorter than `MIN_OUTPUT` characters, or a failure (`same_error`'s), is not
+    counted; the same arguments returning it alone are `repeat`'s and `stale`'s.
+    """
+
+    name = "same_output"
+    thresholds = "same_output_thresholds"
+    counts = "calls of one tool returning one output"
+    remembers = True
+    words = Words(
+        gentle=(
+            "`{tool}` has now returned this same output {count} times, to {variants} different "
+            "sets of arguments:\n{evidence}\n"
+            "What you changed between the calls does not reach what this output shows. Find "
+            "out why before another variation, try a different approach, or finish with what "
+            "you have."
+        ),
+        detailed=(
+            "Repeated tool output detected.\n"
+            "- tool: {tool}\n"
+            "- calls_with_this_output: {count}\n"
+            "- argument_sets: {variants}\n"
+            "- output: {evidence}\n"
+            "Every one of these calls returned exactly this output, whatever the arguments. "
+            "Do not make another variation of the same call: check that the change reaches "
+            "what runs, use another approach, or report what you found."
+        ),
+        stopped="calls with new arguments returning the same output",
+    )
+
+    @override
+    def __init__(self, config: Settings) -> None:
+        self._fails = Failures(config)
+
+    @override
+    def start(self, kept: Mapping[str, Any]) -> _Outputs:
+        return _Outputs(kept)
+
+    @override
+    def see(self, memory: _Outputs, seen: Seen) -> int | None:
+        if len(seen.text) < MIN_OUTPUT or len(seen.text.strip()) < MIN_OUTPUT:
+            return None  # too little to say anything (the first test is the cheap one)
+        if self._fails(seen):
+            return None
+        output = f"{seen.tool}\x00{seen.outcome[:16]}"
+        calls, variants = memory.outputs.pop(output, (0, []))
+        short = seen.key[:8]
+        if short not in variants and len(variants) < _VARIANTS:
+            variants = [*variants, short]
+        memory.outputs[output] = [calls + 1, variants]
+        if len(memory.outputs) > OUTPUTS:
+            del memory.outputs[next(iter(memory.outputs))]
+        if len(variants) < 2:  # one argument set: the same call again
+            return None
+        memory.text, memory.variants = seen.text, len(variants)
+        return calls + 1
+
+    @override
+    def keep(self, memory: _Outputs) -> dict[str, Any] | None:
+        return {"outputs": memory.outputs} if memory.outputs else None
+
+    @override
+    def details(self, memory: _Outputs, cut: Callable[[str], str]) -> Mapping[str, Any]:
+        return {"evidence": cut(memory.text), "variants": memory.variants}
+
+    @override
+    @classmethod
+    def check(cls, kept: object) -> None:
+        super().check(kept)
+        expect(kept, {"outputs": dict})  # type: ignore[arg-type]
+        for entry in kept.get("outputs", {}).values():  # type: ignore[attr-defined]
+            if not (
+                type(entry) is list
+                and len(entry) == 2
+                and type(entry[0]) is int
+                and entry[0] > 0
+                and type(entry[1]) is list
+                and all(type(item) is str for item in entry[1])
+            ):
+                raise ValueError(f"an output must be [calls, argument sets], got {entry!r}")

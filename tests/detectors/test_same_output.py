@@ -1,0 +1,126 @@
+"""`same_output`: one tool returning one output again and again, to calls with new arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
+from repeat_reminder_langchain.canonical import digest
+from repeat_reminder_langchain.detectors import Seen
+from repeat_reminder_langchain.detectors.same_output import MIN_OUTPUT, OUTPUTS, SameOutput
+
+from ..helpers import c, play
+
+SAME_OUTPUT = ReminderConfig(
+    detect=["same_output"], same_output_thresholds=[3, 4], error_pattern="^Error"
+)
+OUTPUT = "Traceback (most recent call last):\n  File repro.py, line 3\nValueError: bad"
+
+
+def seen(key: str = "k", text: str = OUTPUT, tool: str = "bash") -> Seen:
+    return Seen(tool, key, 1, text, False, text, digest(text))
+
+
+# -- the part on its own ----------------------------------------------------------------------
+
+
+def test_the_part_counts_one_tools_calls_returning_one_output_from_new_arguments() -> None:
+    part = SameOutput(SAME_OUTPUT)
+    memory = part.start({})
+    assert part.see(memory, seen("a")) is None  # one argument set: the same call again
+    assert part.see(memory, seen("a")) is None
+    assert part.see(memory, seen("b")) == 3  # every call that returned it counts
+    assert part.see(memory, seen("x", "y" * MIN_OUTPUT)) is None  # another output between
+    assert part.see(memory, seen("c")) == 4
+    assert part.see(memory, seen("d", tool="python")) is None  # another tool: its own
+    assert part.details(memory, lambda text: text[:9]) == {"evidence": "Traceback", "variants": 3}
+
+
+def test_short_outputs_and_failures_are_not_counted() -> None:
+    part = SameOutput(SAME_OUTPUT)
+    memory = part.start({})
+    short = " " * MIN_OUTPUT + "x" * (MIN_OUTPUT - 1)  # long, but short once stripped
+    failure = "Error: " + "x" * MIN_OUTPUT
+    for key in "abc":
+        assert part.see(memory, seen(key, short)) is None
+        assert part.see(memory, seen(key, failure)) is None  # same_error's
+        assert part.see(memory, seen(key, "[]")) is None
+    assert part.keep(memory) is None  # nothing counted: nothing kept
+
+
+def test_it_remembers_the_latest_outputs_only() -> None:
+    part = SameOutput(SAME_OUTPUT)
+    memory = part.start({})
+    for n in range(OUTPUTS + 1):
+        part.see(memory, seen("a", f"{n:>3} {OUTPUT}"))
+    kept = part.keep(memory)
+    assert kept is not None and len(kept["outputs"]) == OUTPUTS
+    assert part.see(part.start(kept), seen("b", f"{0:>3} {OUTPUT}")) is None  # forgotten
+    assert part.see(part.start(kept), seen("b", f"{OUTPUTS:>3} {OUTPUT}")) == 2
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        {"outputs": []},
+        {"outputs": {"o": [1]}},
+        {"outputs": {"o": [0, []]}},
+        {"outputs": {"o": [1, "ab"]}},
+        {"outputs": {"o": [1, [2]]}},
+    ],
+)
+def test_a_stored_memory_it_did_not_write_is_refused(kept: object) -> None:
+    with pytest.raises(RecordError, match="stored same_output memory is not valid"):
+        read_record({"detectors": {"same_output": kept}})
+
+
+def test_a_stored_memory_it_wrote_is_read_back() -> None:
+    stored = {"detectors": {"same_output": {"outputs": {"bash\x00ab": [2, ["k1", "k2"]]}}}}
+    assert read_record(stored) == stored
+
+
+# -- through the counter ----------------------------------------------------------------------
+
+
+def run(name: str) -> object:
+    return c(tool="bash", args={"command": f"python {name}.py"}, result=OUTPUT)
+
+
+def write(name: str) -> object:
+    return c(tool="bash", args={"command": f"cat > {name}.py"}, result="")
+
+
+def test_the_same_experiment_under_new_names_draws_a_reminder() -> None:
+    turns = [[write(name)] for name in "abcd"]
+    turns = [[*w, run(name)] for w, name in zip(turns, "abcd", strict=True)]
+    found = play(turns, SAME_OUTPUT)[1]
+    assert found == [("same_output", "gentle", "bash", 3), ("same_output", "detailed", "bash", 4)]
+
+
+def test_the_reminder_quotes_the_output_and_the_argument_sets() -> None:
+    counter, record = LoopCounter(SAME_OUTPUT), {}
+    for name in "abc":
+        counted = counter.count(record, Turn(name, (run(name),)))
+        record = counted.record or record
+    (reminder,) = counted.reminders
+    assert reminder.variants == 3 and reminder.evidence == OUTPUT
+    assert "returned this same output 3 times, to 3 different sets of arguments" in reminder.text
+    assert OUTPUT in reminder.text
+
+
+def test_a_new_user_message_starts_it_over() -> None:
+    counter, record = LoopCounter(SAME_OUTPUT), {}
+    found = []
+    for n, name in enumerate("abcd"):
+        counted = counter.count(record, Turn(name, (run(name),), spoke_before=n == 2))
+        record = counted.record or record
+        found += counted.reminders
+    assert found == []  # two calls each side of the user
+
+
+def test_the_same_call_again_is_said_by_repeat_first() -> None:
+    config = ReminderConfig(detect=["repeat", "same_output"])
+    turns = [[run("a")], [run("b")], [run("b")]]
+    assert play(turns, config)[1] == [("same_output", "gentle", "bash", 3)]
+    assert play([*turns, [run("b")]], config)[1][1:] == [("repeat", "gentle", "bash", 3)]
