@@ -210,6 +210,8 @@ class Row:
         unlabelled: Of those, with no label.
         found: Labelled loops at least one of the flags falls in.
         loops: Labelled loops (`loop`), distinct by conversation and calls.
+        stray: Flags on conversations without a labelled loop.
+        loopless: How many conversations have no labelled loop (0 when not known).
     """
 
     detector: str
@@ -221,6 +223,8 @@ class Row:
     unlabelled: int
     found: int
     loops: int
+    stray: int = 0
+    loopless: int = 0
 
     @property
     def precision(self) -> float | None:
@@ -233,19 +237,31 @@ class Row:
         """Loops found over labelled loops; None with no labelled loop."""
         return self.found / self.loops if self.loops else None
 
+    @property
+    def stray_rate(self) -> float | None:
+        """Flags per 10 conversations without a labelled loop; None when there are none."""
+        return 10 * self.stray / self.loopless if self.loopless else None
+
 
 def score(
     raised: Mapping[FlagKey, Fires],
     labels: Labels,
     detectors: Sequence[str] = (*ALONE, "any"),
     settings: Iterable[str] = SETTINGS,
+    conversations: int = 0,
 ) -> list[Row]:
-    """Every row of the table: `raised` (from `flags`) judged by `labels`."""
+    """Every row of the table: `raised` (from `flags`) judged by `labels`.
+
+    `conversations`: how many the file holds, for the flags per 10 conversations without a
+    labelled loop (0: not known).
+    """
     # Two shapes can find the same calls (a failure repeated with the same arguments is both a
     # same call and a same failure): that is one loop to find, not two.
     real = sorted(
         {(c, calls) for (c, _, calls), (label, _) in labels.loops.items() if label == "loop"}
     )
+    looping = {c for c, _ in real}
+    loopless = max(conversations - len(looping), 0)
     rows = []
     for setting in settings:
         for detector in detectors:
@@ -266,6 +282,7 @@ def score(
                 )
                 calls = set(verdicts)
                 hit = sum(any((c, call) in calls for call in loop) for c, loop in real)
+                stray = sum(c not in looping for c, _ in calls)
                 rows.append(
                     Row(
                         detector,
@@ -277,6 +294,8 @@ def score(
                         unlabelled,
                         hit,
                         len(real),
+                        stray,
+                        loopless,
                     )
                 )
     return rows
@@ -310,16 +329,18 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
         f"raised now: {sum(key not in raised for key in labels.flags)} flags",
         "   settings: " + "; ".join(f"{name} = {_describe(s)}" for name, s in every.items()),
         "   precision = genuine / labelled flags; recall = loops with a flag on one of their "
-        "calls / labelled loops",
+        "calls / labelled loops; stray = flags on conversations without a labelled loop, per 10 "
+        "of those",
         f"   {'detector':<17}{'setting':<13}{'at':>3}{'flags':>7}{'genuine':>9}{'false':>7}"
-        f"{'unlabelled':>12}{'precision':>11}{'recall':>12}",
+        f"{'unlabelled':>12}{'precision':>11}{'recall':>12}{'stray':>8}",
     ]
-    for row in score(raised, labels, settings=every):
+    for row in score(raised, labels, settings=every, conversations=len(conversations)):
         recall = f"{row.found}/{row.loops} {_percent(row.recall)}"
+        stray = "-" if row.stray_rate is None else f"{row.stray_rate:.2f}"
         lines.append(
             f"   {row.detector:<17}{row.setting:<13}{row.threshold:>3}{row.flags:>7}"
             f"{row.genuine:>9}{row.false:>7}{row.unlabelled:>12}"
-            f"{_percent(row.precision):>11}{recall:>12}"
+            f"{_percent(row.precision):>11}{recall:>12}{stray:>8}"
         )
     return "\n".join(lines)
 

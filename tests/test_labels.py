@@ -115,6 +115,32 @@ def test_a_malformed_labels_file_is_refused(
         read_labels(path)
 
 
+def test_flags_on_conversations_without_a_labelled_loop_are_counted_per_ten() -> None:
+    raised = {
+        (0, 1, "stale"): (("defaults", 3),),  # in the loop's conversation: not stray
+        (2, 0, "stale"): (("defaults", 3),),
+        (3, 4, "stale"): (("defaults", 3),),
+        (3, 5, "stale"): (("defaults", 3),),
+    }
+    labels = Labels(
+        flags={},
+        fires={},
+        loops={
+            (0, "same_call", (1, 2, 3)): ("loop", "stuck"),
+            (1, "same_output", (0, 4, 6)): ("not", "checks after different fixes"),
+        },
+    )
+    rows = {(r.detector, r.setting, r.threshold): r for r in score(raised, labels)}
+    assert rows["stale", "defaults", 3].stray == 3
+    assert rows["stale", "defaults", 3].stray_rate is None  # how many conversations: not known
+
+    counted = score(raised, labels, conversations=20)
+    stale = next(
+        r for r in counted if (r.detector, r.setting, r.threshold) == ("stale", "defaults", 3)
+    )
+    assert (stale.stray, stale.loopless, stale.stray_rate) == (3, 19, 30 / 19)
+
+
 def test_precision_and_recall_on_a_hand_made_example() -> None:
     raised = {
         (0, 1, "stale"): (("defaults", 2),),
@@ -363,19 +389,38 @@ FIGURES = {
 }
 
 
+# At 3, the flags on conversations without a labelled loop, per detector and setting (those with
+# none left out): the "at most 1 per 10 such conversations" holds for each.
+STRAY = {
+    "mini_swe_gemini3pro.dev.labels.jsonl": {
+        ("stale", "defaults"): 1,
+        ("same_output", "defaults"): 12,
+        ("any", "defaults"): 13,
+        ("stale", "recommended"): 1,
+        ("same_output", "recommended"): 18,
+        ("any", "recommended"): 19,
+    },
+    "tau_bench_gpt4o_airline.dev.labels.jsonl": {},
+}
+
+
 @needs_corpus
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.name)
 def test_precision_and_recall_are_the_figures_the_docs_give(
     path: Path, raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]]
 ) -> None:
     conversations, flagged = raised[path.name]
-    rows = score(flagged, read_labels(path), settings=every_setting(conversations))
+    settings = every_setting(conversations)
+    rows = score(flagged, read_labels(path), settings=settings, conversations=len(conversations))
     measured = {
         (row.detector, row.setting): (row.flags, row.genuine, row.found, row.loops)
         for row in rows
         if row.threshold == 3
     }
     assert {k: v for k, v in measured.items() if k[1] != "suggested"} == FIGURES[path.name]
+    at_3 = [row for row in rows if row.threshold == 3 and row.setting != "suggested"]
+    assert {(r.detector, r.setting): r.stray for r in at_3 if r.stray} == STRAY[path.name]
+    assert all(row.stray_rate is not None and row.stray_rate <= 1 for row in at_3)
     assert all(row.unlabelled == 0 for row in rows)
     # What `audit --suggest` derives from the file alone does as well as the hand-written
     # recommended settings, on every row: each detector, each threshold.
