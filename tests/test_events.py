@@ -17,8 +17,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.graph import MessagesState
 
 import repeat_reminder_langchain._guard as guard_module
 from repeat_reminder_langchain import (
@@ -39,11 +38,11 @@ from repeat_reminder_langchain.stats import Stats
 
 from .conftest import Guarded
 from .helpers import (
+    agent_graph,
     ask,
     assert_adjacent,
     call,
     final_messages,
-    model_node,
     probe,
     reminders,
     repeat,
@@ -218,18 +217,12 @@ def test_a_state_without_the_run_field_logs_each_steps_own_run(
     class Own(MessagesState):
         repeat_tool_reminder: NotRequired[dict[str, Any]]
 
-    model = scripted(repeat("probe", SAME, 3))
     node = RepeatToolReminderNode(thresholds=[2, 3])
-    builder = StateGraph(Own)
-    builder.add_node("agent", model_node(model, prepared=True))
-    builder.add_node("tools", ToolNode([probe]))
-    builder.add_node("repeat_reminder", node)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_edge("repeat_reminder", "agent")
+    graph = agent_graph(
+        scripted(repeat("probe", SAME, 3)), [probe], None, after_tools=node, state=Own
+    )
     with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
-        result = builder.compile().invoke(ask())
+        result = graph.invoke(ask())
 
     assert_adjacent(result["messages"])
     first, second = _runs_logged(caplog)
