@@ -44,6 +44,7 @@ OFFLINE_ENV = {
     "LANGSMITH_TRACING": "false",
     "LANGCHAIN_TRACING_V2": "false",
     "LOG_COLOR": "false",  # plain text, for a skip reason that quotes the server's output
+    "PYTHONUNBUFFERED": "1",  # each line in the log once written: a test reads the guard's
 }
 SECRET_ENV = (
     "LANGSMITH_API_KEY",
@@ -162,9 +163,15 @@ def serving(workdir: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory the module's server serves from; its log is `server.log` beside it."""
+    return _copy_example(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def server(workdir: Path) -> Iterator[str]:
     """One server for the module's tests."""
-    with serving(_copy_example(tmp_path_factory)) as url:
+    with serving(workdir) as url:
         yield url
 
 
@@ -455,6 +462,20 @@ async def test_events_stream_needs_an_explicit_recursion_limit(client: Any) -> N
     errors = [part.data for part in parts if part.event == "error"]
     assert [error["error"] for error in errors] == ["GraphRecursionError"]
     assert "25" in errors[0]["message"]
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+async def test_the_log_lines_of_a_run_carry_the_servers_run_id(
+    client: Any, graph: str, workdir: Path
+) -> None:
+    thread_id, found = await loop_on_new_thread(client, graph, 5)
+    (run,) = await client.runs.list(thread_id)
+
+    assert found == [3, 5]
+    log = (workdir.parent / "server.log").read_text(errors="replace").splitlines()
+    lines = [line for line in log if "repeat tool reminder" in line and thread_id in line]
+    assert len(lines) == 2
+    assert all(f"thread {thread_id}, run {run['run_id']} " in line for line in lines)
 
 
 async def test_counts_in_the_checkpoint_survive_a_server_restart(
