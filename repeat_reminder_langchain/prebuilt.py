@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, NotRequired
+from typing import Annotated, Any, NotRequired
 
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.prebuilt.chat_agent_executor import AgentState
 
 __all__ = ["RepeatToolReminderAgentState"]
 
 
 class RepeatToolReminderAgentState(AgentState):
-    """`create_react_agent`'s state (messages and `remaining_steps`) with the guard's field.
+    """`create_react_agent`'s state (messages and `remaining_steps`) with the guard's fields.
+
+    As in `RepeatToolReminderState`: the counts, and the id of the run for its log lines.
 
     Example:
         ```python
@@ -24,3 +27,4 @@ class RepeatToolReminderAgentState(AgentState):
     """
 
     repeat_tool_reminder: NotRequired[dict[str, Any]]
+    repeat_tool_reminder_run: NotRequired[Annotated[str, UntrackedValue]]

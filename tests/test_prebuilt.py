@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
@@ -45,3 +47,21 @@ def test_the_state_kept_node_reminds_with_its_state_schema(runs: int) -> None:
     assert_adjacent(messages)
     assert reminders(messages) == EXPECTED * runs  # a new user message starts over
     assert agent.get_state(config).values["repeat_tool_reminder"]["count"] == 6
+
+
+def test_the_log_lines_of_one_run_carry_one_id(caplog: pytest.LogCaptureFixture) -> None:
+    agent = create_react_agent(
+        LoopModel(),
+        [probe],
+        pre_model_hook=RepeatToolReminderNode(),
+        state_schema=RepeatToolReminderAgentState,
+    )
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        assert_adjacent(agent.invoke(ask("loop 6"))["messages"])
+        assert_adjacent(agent.invoke(ask("loop 6"))["messages"])
+
+    runs = [
+        record.run_id for record in caplog.records if record.name == "repeat_reminder_langchain"
+    ]
+    assert len(runs) == 4
+    assert runs[0] == runs[1] != runs[2] == runs[3]
