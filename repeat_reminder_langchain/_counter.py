@@ -278,7 +278,7 @@ class LoopCounter:
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The memories a new user message leaves in place.
-        self._lasting = tuple(part.name for part, _ in self._parts if part.outlives_user)
+        self._lasting = tuple(part for part, _ in self._parts if part.outlives_user)
         self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -300,7 +300,11 @@ class LoopCounter:
         """
         kept = cast("Record", {name: record[name] for name in ("turn", "system") if name in record})
         memories = record.get("detectors", {})
-        lasting = {name: memories[name] for name in self._lasting if name in memories}
+        lasting = {
+            part.name: part.after_user(memories[part.name])
+            for part in self._lasting
+            if part.name in memories
+        }
         if lasting:
             kept["detectors"] = lasting
         return kept

@@ -366,9 +366,28 @@ def test_a_failure_streak_goes_on_after_the_user_speaks_and_every_other_count_st
     assert record is not None
     assert LoopCounter(config).reset(record) == {
         "turn": "t",
-        "detectors": {"same_error": record["detectors"]["same_error"]},
+        "detectors": {"same_error": {**record["detectors"]["same_error"], "spoke": True}},
     }
     spoke = LoopCounter(config).count(
         record, Turn("u", (c("b", result="Error: no", failed=True),), spoke_before=True)
     )
     assert [(r.detector, r.count) for r in spoke.reminders] == [("same_error", 3)]
+
+
+def test_after_the_user_spoke_a_failure_with_new_arguments_is_news() -> None:
+    # Each payment method the user names fails alike: each attempt is news, not a streak. The
+    # streak goes on only where arguments it failed with fail again.
+    config = ReminderConfig(detect=["same_error"], same_error_thresholds=[2, 3])
+    declined = "Error: card declined"
+    record: Any = {}
+    found = []
+    for number, card in enumerate(["visa", "amex", "amex", "amex", "visa"]):
+        attempt = c(f"t{number}", args={"card": card}, result=declined, failed=True)
+        turn = Turn(f"t{number}", (attempt,), spoke_before=number in (1, 3, 4))
+        counted = LoopCounter(config).count(record, turn)
+        record = counted.record or record
+        found.append([r.count for r in counted.reminders])
+    # visa; the user names amex: news; amex again: 2; the user speaks, amex again: 3; the user
+    # speaks, visa (not in this streak): news.
+    assert found == [[], [], [2], [3], []]
+    assert record["detectors"]["same_error"]["failures"] == 1

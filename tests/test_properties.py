@@ -186,6 +186,8 @@ class Reference:
         self.count = 0
         self.failing: Any = None  # (tool, error text) of the failure streak
         self.failures = 0
+        self.failed_with: set[Any] = set()  # the calls that failed in the streak
+        self.spoke = False  # the user spoke since the streak's last failure
         self.seen: dict[Any, tuple[str, int, int]] = {}  # call -> (result, times, changes then)
         self.changes = 0
 
@@ -201,12 +203,16 @@ class Reference:
             known = kind != "none"  # a call without an id gets no result
             if known and "same_error" in self.detect:
                 if error or result.startswith("Error"):
-                    same = self.failing == (tool, result)
+                    # After the user spoke, only calls that failed before go on with it.
+                    news = self.spoke and key not in self.failed_with
+                    same = self.failing == (tool, result) and not news
                     self.failures = self.failures + 1 if same else 1
+                    self.failed_with = {*self.failed_with, key} if same else {key}
                     self.failing = (tool, result)
                     counts["same_error"] = self.failures
                 else:
-                    self.failing, self.failures = None, 0
+                    self.failing, self.failures, self.failed_with = None, 0, set()
+                self.spoke = False
             if known and "stale" in self.detect and result.strip():
                 counts["stale"] = self.stale(key, result)
             for detector in ("repeat", "same_error", "stale"):
@@ -233,6 +239,7 @@ class Reference:
     def user(self) -> None:
         self.last, self.count = None, 0
         self.seen, self.changes = {}, 0
+        self.spoke = True
 
 
 class StreaksMachine(RuleBasedStateMachine):

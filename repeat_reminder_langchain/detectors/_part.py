@@ -94,6 +94,11 @@ class Part(ABC):
         """What to keep of its memory until the next turn; None or empty: nothing."""
         return None
 
+    @classmethod
+    def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
+        """What it keeps of its memory once the user spoke (`outlives_user` parts): all of it."""
+        return kept
+
     def details(self, memory: Any, cut: Callable[[str], str]) -> Mapping[str, Any]:
         """What its reminder says besides the count (`Reminder` fields); `cut` previews text."""
         return {}

@@ -14,15 +14,20 @@ _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many
 
 
 class _Streak:
-    """The failure streak: its tool, its error's fingerprint, how long, with what arguments."""
+    """The failure streak: its tool, its error's fingerprint, how long, with what arguments.
 
-    __slots__ = ("error", "failing", "failures", "text", "variants")
+    `spoke`: the user spoke since its last failure, so that only arguments it already failed
+    with go on with it.
+    """
+
+    __slots__ = ("error", "failing", "failures", "spoke", "text", "variants")
 
     def __init__(self, kept: Mapping[str, Any]) -> None:
         self.failing: str = kept.get("tool", "")
         self.error: str = kept.get("error", "")
         self.failures: int = kept.get("failures", 0)
         self.variants: list[str] = kept.get("variants", [])
+        self.spoke: bool = kept.get("spoke", False)
         self.text = ""  # the error text of the call seen last
 
 
@@ -30,7 +35,9 @@ class SameError(Part):
     """Counts the failures in a row of one tool with the identical error.
 
     A result fails when it is marked as an error (`status="error"`) or its text matches
-    `error_pattern`.
+    `error_pattern`. The streak outlives a user message for the arguments it already failed
+    with; new arguments after the user spoke (a card they named, a date they corrected) are
+    news, and start it over.
     """
 
     name = "same_error"
@@ -70,9 +77,12 @@ class SameError(Part):
     def see(self, memory: _Streak, seen: Seen) -> int | None:
         if not self._fails(seen):
             memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
+            memory.spoke = False
             return None
         error, short = digest(seen.text), seen.key[:8]
-        if seen.tool == memory.failing and error == memory.error:
+        news = memory.spoke and short not in memory.variants
+        memory.spoke = False
+        if seen.tool == memory.failing and error == memory.error and not news:
             memory.failures += 1
             if short not in memory.variants and len(memory.variants) < _VARIANTS:
                 memory.variants = [*memory.variants, short]
@@ -90,12 +100,20 @@ class SameError(Part):
     def keep(self, memory: _Streak) -> dict[str, Any] | None:
         if not memory.failing:
             return None  # no streak: nothing of it is kept
-        return {
+        kept = {
             "tool": memory.failing,
             "error": memory.error,
             "failures": memory.failures,
             "variants": memory.variants,
         }
+        if memory.spoke:
+            kept["spoke"] = True
+        return kept
+
+    @override
+    @classmethod
+    def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
+        return {**kept, "spoke": True}
 
     @override
     def details(self, memory: _Streak, cut: Callable[[str], str]) -> Mapping[str, Any]:
@@ -123,7 +141,7 @@ class SameError(Part):
 
 def _check(kept: Mapping[str, Any], tool: str) -> None:
     """Check a failure streak as stored, its tool under `tool`."""
-    expect(kept, {tool: str, "error": str, "failures": int, "variants": list})
+    expect(kept, {tool: str, "error": str, "failures": int, "variants": list, "spoke": bool})
     if kept.get("failures", 0) < 0:
         raise ValueError(f"failures must be a whole number from zero, got {kept['failures']!r}")
     variants = kept.get("variants", [])

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import CallTrace, Record
+from repeat_reminder_langchain._counter import CallTrace, Record, RecordError, read_record
 from repeat_reminder_langchain.canonical import result_text
 from repeat_reminder_langchain.detectors import Seen
 from repeat_reminder_langchain.detectors.same_error import SameError
@@ -33,6 +35,20 @@ def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() ->
     assert part.see(part.start(kept), failed("d", "boom", marked=True)) == 2  # read back
     assert part.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
     assert part.keep(memory) is None
+
+
+def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak() -> None:
+    part = SameError(ERRORS)
+    memory = part.start({})
+    part.see(memory, failed("a"))
+    part.see(memory, failed("b"))
+    kept = part.after_user(part.keep(memory) or {})
+    assert kept["spoke"] is True and part.keep(part.start(kept)) == kept  # kept until a call
+    assert part.see(part.start(kept), failed("a")) == 3  # it failed with these before
+    assert part.see(part.start(kept), failed("c")) == 1  # new arguments after the user: news
+    read_record({"detectors": {"same_error": kept}})
+    with pytest.raises(RecordError, match="spoke must be a bool"):
+        read_record({"detectors": {"same_error": {**kept, "spoke": "yes"}}})
 
 
 def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
