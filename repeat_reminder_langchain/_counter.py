@@ -295,8 +295,9 @@ class LoopCounter:
     def reset(self, record: Record) -> Record:
         """The record after a new user message: no run of calls, nothing stale.
 
-        The turn stays counted, and a failure streak goes on: a call that fails the same way
-        after every user message is still a loop.
+        The turn stays counted, and the detectors that outlive the user keep what they say
+        (`Part.after_user`): a call that fails the same way after every user message is still
+        a loop.
         """
         kept = cast("Record", {name: record[name] for name in ("turn", "system") if name in record})
         memories = record.get("detectors", {})
