@@ -244,6 +244,7 @@ class LoopCounter:
     """
 
     __slots__ = (
+        "_failure",
         "_lasting",
         "_limit",
         "_minds",
@@ -273,6 +274,10 @@ class LoopCounter:
         self._stateful = any(part.remembers for part, _ in self._parts)
         self._minds: _Minds = tuple((part, levels, None) for part, levels in self._parts)
         self._reads = any(part.needs_result for part, _ in self._parts)
+        # What a failure is, judged once per call for every part that reads failures.
+        pattern = config.error_pattern
+        reads_failures = any(part.reads_failures for part, _ in self._parts)
+        self._failure = re.compile(pattern) if pattern is not None and reads_failures else None
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
@@ -489,7 +494,9 @@ class LoopCounter:
         """What each detector in use counted for a call, in the order they take precedence."""
         result = call.result
         text = "" if result is None or not self._reads else result_text(result)
-        seen = _make(Seen, (call.tool, key, run, result, call.failed, text, outcome, arguments))
+        failure = self._failure
+        failed = call.failed or (failure is not None and failure.search(text) is not None)
+        seen = _make(Seen, (call.tool, key, run, result, failed, text, outcome, arguments))
         found = []
         for part, levels, memory in minds:
             if part.needs_result and result is None:

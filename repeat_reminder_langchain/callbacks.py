@@ -77,17 +77,20 @@ class AgentRecords:
 
         (The state plays no part: the agent is found from where the run sits.)
         """
-        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
-        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
+        run = self._run(run_config)
         if run is None:
             return None
         return _agent_key(run.root, run.path, run_config.get("metadata"))
 
     def invocation(self, state: Any, run_config: RunnableConfig) -> int | None:
         """The root run of a node's run, which the handler saw start (the integer of its id)."""
-        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
-        run = self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
+        run = self._run(run_config)
         return None if run is None else run.root
+
+    def _run(self, run_config: RunnableConfig) -> _Run | None:
+        """Where a node's run sits in the run tree; None when the handler did not see it."""
+        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
+        return self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
 
     def read(self, key: AgentKey) -> Record:
         """The agent's record (empty before its first count)."""

@@ -391,3 +391,26 @@ def test_after_the_user_spoke_a_failure_with_new_arguments_is_news() -> None:
     # speaks, visa (not in this streak): news.
     assert found == [[], [], [2], [3], []]
     assert record["detectors"]["same_error"]["failures"] == 1
+
+
+@pytest.mark.parametrize(
+    ("detector", "args"),
+    [("same_error", lambda n: {"n": n}), ("recurring_error", lambda n: {"n": 0})],
+)
+def test_the_error_pattern_makes_a_returned_error_a_failure_for_every_part(
+    detector: str, args: Any
+) -> None:
+    # The counter judges a failure once per call, for every part that reads failures.
+    turns = [[c(tool="book", args=args(n), result="Error: card declined")] for n in range(3)]
+    plain = ReminderConfig(thresholds=[9], detect=[detector])
+    assert play(turns, plain)[1] == []  # returned, not marked: a success
+    patterned = ReminderConfig(thresholds=[9], detect=[detector], error_pattern="^Error")
+    assert play(turns, patterned)[1] == [(detector, "gentle", "book", 3)]
+
+
+def test_a_failure_the_pattern_marks_is_no_output_for_same_output() -> None:
+    long_error = "Error: " + "the card was declined by the issuing bank " * 2
+    turns = [[c(tool="book", args={"card": n}, result=long_error)] for n in range(3)]
+    config = ReminderConfig(detect=["same_output"])
+    assert play(turns, config)[1] == [("same_output", "gentle", "book", 3)]
+    assert play(turns, ReminderConfig(detect=["same_output"], error_pattern="^Error"))[1] == []

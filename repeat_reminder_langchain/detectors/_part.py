@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple, Protocol
@@ -27,7 +26,8 @@ class Seen(NamedTuple):
         key: The fingerprint of the call's canonical arguments.
         streak: How many identical calls in a row it makes (the counter's run).
         result: The call's result; None when unknown.
-        failed: Whether the result was marked as an error.
+        failed: Whether the call failed: its result was marked as an error, or (for the parts
+            that read failures) its text matches `error_pattern`.
         text: The result's text ("" when unknown).
         outcome: The fingerprint of the result ("" when unknown or not needed).
         arguments: The call's canonical arguments, whole.
@@ -74,6 +74,8 @@ class Part(ABC):
     """Whether its memory outlives a new user message."""
     needs_result: ClassVar[bool] = True
     """Whether a call whose result is unknown tells it nothing."""
+    reads_failures: ClassVar[bool] = False
+    """Whether it reads `Seen.failed`: then the counter applies `error_pattern` to it."""
     before_run: ClassVar[bool] = False
     """Whether it counts a call before the call runs (so that `block` can refuse it)."""
     legacy: ClassVar[tuple[str, ...]] = ()
@@ -121,21 +123,6 @@ class Part(ABC):
             TypeError, ValueError: Those fields are not what 0.3 wrote.
         """
         return None
-
-
-class Failures:
-    """What a failure is: a result marked as an error, or one whose text `error_pattern` matches."""
-
-    __slots__ = ("_pattern",)
-
-    def __init__(self, config: Settings) -> None:
-        pattern = config.error_pattern
-        self._pattern = None if pattern is None else re.compile(pattern)
-
-    def __call__(self, seen: Seen) -> bool:
-        """Whether the call failed."""
-        pattern = self._pattern
-        return seen.failed or (pattern is not None and pattern.search(seen.text) is not None)
 
 
 def expect(kept: Mapping[str, Any], types: Mapping[str, type]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Failures, Part, Seen, Settings, Words, expect
+from ._part import Part, Seen, Words, expect
 
 CALLS = 16
 """How many failing calls an agent's `recurring_error` remembers; the least recent goes first."""
@@ -42,6 +42,7 @@ class RecurringError(Part):
     thresholds = "recurring_error_thresholds"
     counts = "failures of one call with one error"
     remembers = True
+    reads_failures = True
     outlives_user = True  # asking the user and trying the same call again still fails
     words = Words(
         gentle=(
@@ -65,10 +66,6 @@ class RecurringError(Part):
     )
 
     @override
-    def __init__(self, config: Settings) -> None:
-        self._fails = Failures(config)
-
-    @override
     def start(self, kept: Mapping[str, Any]) -> _Failing:
         return _Failing(kept)
 
@@ -76,7 +73,7 @@ class RecurringError(Part):
     def see(self, memory: _Failing, seen: Seen) -> int | None:
         call = digest(f"{seen.tool}\x00{seen.key}")[:16]
         before = memory.calls.pop(call, None)
-        if not self._fails(seen):
+        if not seen.failed:
             return None  # it succeeded: what it failed with before is forgotten
         error = digest(seen.text)[:16]
         failures = before[1] + 1 if before is not None and before[0] == error else 1

@@ -8,7 +8,7 @@ from typing import Any
 from typing_extensions import override
 
 from ..canonical import digest
-from ._part import Failures, Part, Seen, Settings, Words, expect
+from ._part import Part, Seen, Words, expect
 
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 
@@ -44,6 +44,7 @@ class SameError(Part):
     thresholds = "same_error_thresholds"
     counts = "consecutive identical failures"
     remembers = True
+    reads_failures = True
     legacy = ("failing", "error", "failures", "variants")
     outlives_user = True  # a call that fails the same way after every user message still loops
     words = Words(
@@ -66,16 +67,12 @@ class SameError(Part):
     )
 
     @override
-    def __init__(self, config: Settings) -> None:
-        self._fails = Failures(config)
-
-    @override
     def start(self, kept: Mapping[str, Any]) -> _Streak:
         return _Streak(kept)
 
     @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
-        if not self._fails(seen):
+        if not seen.failed:
             memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
             memory.spoke = False
             return None

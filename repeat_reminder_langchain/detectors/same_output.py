@@ -13,7 +13,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ._part import Failures, Part, Seen, Settings, Words, expect
+from ._part import Part, Seen, Words, expect
 
 MIN_OUTPUT = 50
 """The fewest characters (stripped) of an output it counts: an empty or one-word result
@@ -47,6 +47,7 @@ class SameOutput(Part):
     thresholds = "same_output_thresholds"
     counts = "calls of one tool returning one output"
     remembers = True
+    reads_failures = True
     words = Words(
         gentle=(
             "`{tool}` has now returned this same output {count} times, to {variants} different "
@@ -69,19 +70,14 @@ class SameOutput(Part):
     )
 
     @override
-    def __init__(self, config: Settings) -> None:
-        self._fails = Failures(config)
-
-    @override
     def start(self, kept: Mapping[str, Any]) -> _Outputs:
         return _Outputs(kept)
 
     @override
     def see(self, memory: _Outputs, seen: Seen) -> int | None:
-        if len(seen.text) < MIN_OUTPUT or len(seen.text.strip()) < MIN_OUTPUT:
-            return None  # too little to say anything (the first test is the cheap one)
-        if self._fails(seen):
-            return None
+        text = seen.text
+        if seen.failed or len(text) < MIN_OUTPUT or len(text.strip()) < MIN_OUTPUT:
+            return None  # a failure is same_error's; a short output says too little
         output = f"{seen.tool}\x00{seen.outcome[:16]}"
         calls, variants = memory.outputs.pop(output, (0, []))
         short = seen.key[:8]

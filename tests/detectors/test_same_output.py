@@ -19,7 +19,8 @@ OUTPUT = "Traceback (most recent call last):\n  File repro.py, line 3\nValueErro
 
 
 def seen(key: str = "k", text: str = OUTPUT, tool: str = "bash") -> Seen:
-    return Seen(tool, key, 1, text, False, text, digest(text))
+    # Failed as the counter judges it under `error_pattern="^Error"`.
+    return Seen(tool, key, 1, text, text.startswith("Error"), text, digest(text))
 
 
 # -- the part on its own ----------------------------------------------------------------------
