@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -102,11 +102,16 @@ def did_you_mean(name: object, known: Sequence[str], what: str) -> str:
 
 
 def check_words(
-    value: Any, detectors: Sequence[str], fields: Mapping[str, Sequence[str]]
+    value: Any,
+    detectors: Sequence[str],
+    fields: Mapping[str, Sequence[str]],
+    say: Callable[[str, str], object],
 ) -> dict[str, dict[str, Any]]:
     """Validate reminder words: by detector (or `*`), by level, a format string or a function.
 
-    A format string may name only the level's `fields`; a detector must be one of `detectors`.
+    A format string may name only the level's `fields`, and must say something when `say`
+    renders it for the level with a value of every field; a detector must be one of
+    `detectors`.
     """
     if not isinstance(value, Mapping):
         raise ValueError(f"must map detector names (or *) to their words by level, got {value!r}")
@@ -126,6 +131,10 @@ def check_words(
                 raise ValueError(f"{detector}: unknown level {level!r}{hint}")
             if isinstance(words, str):
                 _check_format(words, fields["final" if level == "final" else "gentle"], where)
+                try:
+                    say(level, words)
+                except Exception as error:
+                    raise ValueError(f"{where}: cannot be said ({error})") from None
             elif not callable(words):
                 raise ValueError(
                     f"{where}: must be a format string or a function of the reminder, got {words!r}"
@@ -135,6 +144,8 @@ def check_words(
 
 
 def _check_format(words: str, fields: Sequence[str], where: str) -> None:
+    if not words.strip():
+        raise ValueError(f"{where}: must not be empty")
     try:
         parsed = list(string.Formatter().parse(words))
     except ValueError as error:

@@ -32,7 +32,7 @@ from .events import Delivery, Report
 from .messages import escalation_message, reminder_message, stored_as_user_turns
 from .metrics import metrics_for
 from .policy import ToolPolicies
-from .reminder import LOGGER_NAME, Escalation
+from .reminder import LOGGER_NAME, Escalation, Words, warn
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ class Guard:
     """
 
     __slots__ = (
+        "asks",
         "config",
         "counter",
         "keeps_run",
@@ -140,7 +141,9 @@ class Guard:
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.marks_system = marks_system
         self.keeps_run = keeps_run
-        self.words = dict(config.words) or None  # the user's words, read once: most have none
+        self.words = Words(config.words) if config.words else None  # most guards have none
+        # Whether a loop it stops asks a human, with no run seen yet that cannot resume.
+        self.asks = self.reaches_model and config.exit_behavior == "interrupt"
 
     def step(
         self,
@@ -169,6 +172,8 @@ class Guard:
             invocation: The id of the invocation as the face knows it, for the log lines when
                 LangGraph has none (`invocation_of`).
         """
+        if self.asks and delivery == "sent" and not answer_only:  # a step that may ask
+            self._check_resumable(run_config or current_run_config())
         records = self.records
         record = records.read(where)
         if answer_only and not record.get("reminded"):
@@ -212,6 +217,19 @@ class Guard:
             run_config=run_config or current_run_config(),
             invocation=invocation,
         )
+
+    def _check_resumable(self, run_config: RunnableConfig | None) -> None:
+        """Say, once, that a run without a checkpointer could never resume from its interrupt."""
+        configurable = (run_config or {}).get("configurable") or {}
+        # LangGraph's key for the run's checkpointer: None without one, absent outside a graph.
+        if configurable.get("__pregel_checkpointer", False) is None:
+            self.asks = False
+            warn(
+                'exit_behavior="interrupt" pauses a looping run for a human, but this graph '
+                "has no checkpointer, so the run can never be resumed: compile the graph with "
+                "one (checkpointer=InMemorySaver()) and run it with a thread_id, or choose "
+                'exit_behavior="end" or "error"'
+            )
 
     def _told(
         self,

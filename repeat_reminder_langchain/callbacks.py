@@ -29,10 +29,10 @@ from typing_extensions import Unpack
 
 from ._counter import Record, Turn
 from ._guard import Guard, instance_name
-from ._wiring import Misplaced, refuse_block, warn_wiring
+from ._wiring import Misplaced, refuse_block
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report
-from .reminder import LOGGER_NAME, is_reminder
+from .reminder import LOGGER_NAME, is_reminder, warn
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -343,7 +343,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return
         self._warned_undelivered = True
         self._loud = True  # if the user made the warning an error, it is theirs to see
-        warn_wiring(
+        warn(
             "repeat tool reminders are due but reach no model: no RepeatToolReminderNode ran "
             "after the tools node for this agent. In a custom graph, add "
             "RepeatToolReminderNode(handler) between the tools node and the model node; with "

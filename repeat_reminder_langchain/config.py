@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike, fspath
 from pathlib import Path
@@ -32,7 +33,7 @@ from ._checks import (
 from ._settings_file import read_settings, settings_text
 from .detectors import PARTS
 from .policy import Rules, ToolPolicy, compile_paths
-from .reminder import WORD_FIELDS, Detector, ExitBehavior
+from .reminder import WORD_FIELDS, Detector, ExitBehavior, sample_words, warn
 
 __all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
@@ -69,6 +70,7 @@ class ReminderFields(TypedDict, total=False):
     escalate_after: int | None
     exit_behavior: ExitBehavior
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]]
+    log_arguments: bool
 
 
 class _FrozenMapping(Mapping[str, Any]):
@@ -166,7 +168,13 @@ class ReminderConfig(BaseModel):
             (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
             ended): a format string naming only the reminder's fields (`reminder.WORD_FIELDS`)
             or a function of the `Reminder` (or `Escalation`) that returns the text. A level
-            left out keeps the guard's words.
+            left out keeps the guard's words. Words that fail when said (a function that
+            raises) give way to the guard's own for that message, with one warning logged.
+        log_arguments: Whether the log lines quote the call's arguments (cut to
+            `arguments_preview_chars`) beside their digest, for debugging. Off by default: a
+            log line, and the message of `RepeatToolLoopError`, carry the tool, the count, the
+            detector, the limit and the digest, never the arguments, which may hold secrets.
+            The events, `RepeatToolLoopError.arguments` and the reminders quote them always.
 
     A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.
@@ -203,6 +211,7 @@ class ReminderConfig(BaseModel):
     escalate_after: int | None = None
     exit_behavior: ExitBehavior = "end"
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = _FrozenMapping({})
+    log_arguments: bool = False
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -214,6 +223,13 @@ class ReminderConfig(BaseModel):
             super().__init__(**fields)
         except ValidationError as error:
             raise ConfigError(validation_problems(error)) from None
+        unused = [name for name in self.words if name != "*" and name not in self.detect]
+        if unused:
+            warn(
+                f"words for {', '.join(unused)}, which {'is' if len(unused) == 1 else 'are'} "
+                f"not detected: add {'it' if len(unused) == 1 else 'them'} to detect, or "
+                "leave the words out"
+            )
 
     @field_validator("thresholds", *THRESHOLDS, mode="before")
     @classmethod
@@ -311,7 +327,7 @@ class ReminderConfig(BaseModel):
     @field_validator("words", mode="before")
     @classmethod
     def _check_words(cls, value: Any) -> Mapping[str, Mapping[str, Any]]:
-        return check_words(value, tuple(PARTS), WORD_FIELDS)
+        return check_words(value, tuple(PARTS), WORD_FIELDS, sample_words)
 
     @field_validator("words", mode="after")
     @classmethod
@@ -324,6 +340,13 @@ class ReminderConfig(BaseModel):
             name: {level: _named(words) for level, words in said.items()}
             for name, said in value.items()
         }
+
+    @field_validator("log_arguments", mode="before")
+    @classmethod
+    def _check_log_arguments(cls, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be True or False, got {value!r}")
+        return value
 
     @field_validator("escalate_after", mode="before")
     @classmethod
@@ -338,17 +361,25 @@ class ReminderConfig(BaseModel):
             if "exit_behavior" in self.model_fields_set:
                 raise ValueError("exit_behavior: applies only with escalate_after set")
             return self
-        for detector, thresholds in self._thresholds_in_use():
-            if self.escalate_after <= thresholds[-1]:
-                raise ValueError(
-                    f"escalate_after: must be greater than every threshold of the {detector} "
-                    f"detector (the last is {thresholds[-1]}), got {self.escalate_after}"
-                )
-        return self
-
-    def _thresholds_in_use(self) -> Iterator[tuple[str, Sequence[int]]]:
-        for detector in self.detect:
-            yield detector, self.detector_thresholds(detector)
+        # Said with the way out: LangChain's own limits stand alone, so a first try is often
+        # a limit at or below a reminder's threshold.
+        limit = self.escalate_after
+        used = [(d, self.detector_thresholds(d)) for d in self.detect]
+        over = [(d, thresholds) for d, thresholds in used if thresholds[-1] >= limit]
+        if not over:
+            return self
+        detector, thresholds = over[0]
+        fewer = [
+            f"{PARTS[d].thresholds or 'thresholds'}={[t for t in own if t < limit]}"
+            for d, own in over
+        ]
+        way = "" if any(own[0] >= limit for _, own in over) else " and ".join(dict.fromkeys(fewer))
+        least = max(own[-1] for _, own in used) + 1
+        way += " (reminders before the stop) or " if way else ""
+        raise ValueError(
+            f"escalate_after: must be greater than every threshold of the {detector} detector "
+            f"(the last is {thresholds[-1]}), got {limit}; pass {way}escalate_after \u2265 {least}"
+        )
 
     def detector_thresholds(self, detector: str) -> tuple[int, ...]:
         """A detector's thresholds: its own field's, or `thresholds` for `repeat`."""
@@ -406,12 +437,22 @@ class ReminderConfig(BaseModel):
             return cls(**{**stored, **fields})
         except ConfigError as error:
             problems = str(error).splitlines()
-            given = set(fields)
-            raise ConfigError(
-                "\n".join(
-                    p if p.split(":")[0] in given else f"{fspath(path)}: {p}" for p in problems
-                )
-            ) from None
+        # A problem is the file's, unless a keyword set its field, or the file is valid alone
+        # (then the keywords made it: a threshold above the file's escalate_after, say).
+        given = set(fields)
+        if fields and _valid(cls, stored):
+            named = f"keyword{'s' if len(given) > 1 else ''} {', '.join(sorted(given))}"
+            source = f" (from the {named}: {fspath(path)} alone is valid)"
+        else:
+            source = ""
+        raise ConfigError(
+            "\n".join(
+                p
+                if p.split(":")[0] in given
+                else (p + source if source else f"{fspath(path)}: {p}")
+                for p in problems
+            )
+        )
 
     def to_file(self, path: str | PathLike[str]) -> None:
         """Write the fields set explicitly to a TOML or JSON file `from_file` reads back.
@@ -470,6 +511,17 @@ class ReminderConfig(BaseModel):
         else:
             result_aware = progress == "result"
         return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored))
+
+
+def _valid(cls: type[ReminderConfig], fields: Mapping[str, Any]) -> bool:
+    """Whether `fields` make a configuration (without saying so twice: no warnings)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cls(**fields)
+        except ConfigError:
+            return False
+    return True
 
 
 def _named(value: str | Callable[..., Any]) -> str:

@@ -17,9 +17,13 @@ class RepeatToolLoopError(RuntimeError):
     The checkpoint then holds a complete conversation (every call has its result), so the
     thread can be inspected, or continued with a new user message, which resets the counts.
 
+    Its message names the arguments by their digest only (a message ends up in logs and error
+    records, and arguments may hold secrets); `arguments` holds them.
+
     Attributes:
         tool: The tool called.
         arguments: The call's canonical arguments, cut to the preview cap.
+        digest: A fingerprint of the full canonical arguments (what the message names).
         count: The count the calls reached (a turn's whole batch of identical calls).
         detector: Which detector reached the limit.
         escalate_after: The limit it reached.
@@ -29,13 +33,14 @@ class RepeatToolLoopError(RuntimeError):
     def __init__(self, escalation: Escalation, thread_id: str | None = None) -> None:
         self.tool = escalation.tool
         self.arguments = escalation.arguments
+        self.digest = escalation.digest
         self.count = escalation.count
         self.detector = escalation.detector
         self.escalate_after = escalation.limit
         self.thread_id = thread_id
         super().__init__(
             f"repeat tool loop stopped: {escalation.summary} ({escalation.detector}, "
-            f"escalate_after={escalation.limit}), arguments {escalation.arguments}, "
+            f"escalate_after={escalation.limit}), arguments {escalation.digest}, "
             f"thread {thread_id}"
         )
 

@@ -4,7 +4,8 @@ Events are LangChain custom events (`repeat_tool_reminder`, `repeat_tool_escalat
 show in `astream_events` and in LangSmith traces) and entries of the graph's custom stream
 (`stream_mode="custom"`, which LangGraph server clients watch), as
 `{"repeat_tool_reminder": {...}}`. Log lines go to the `repeat_reminder_langchain` logger:
-reminders at INFO with the arguments only as a digest, escalations at WARNING with their preview.
+reminders at INFO, escalations at WARNING, each naming the arguments by their digest only
+(arguments may hold secrets, and logs travel far); `log_arguments=True` adds their preview.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             reminder.summary,
             reminder.level,
             reminder.detector,
-            reminder.digest,
+            _arguments(reminder, config),
             thread,
             run,
             # The same, as fields, for structured logging.
@@ -220,6 +221,7 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
     if counted.escalation is not None:
         escalation = counted.escalation
         escalated = escalation_event(escalation, config, thread, acted=delivered)
+        logged = escalated if config.log_arguments else _without_arguments(escalated)
         if not escalated["acted"]:
             outcome = "repeat tool loop would be stopped"
         elif escalation.behavior == "block":
@@ -233,10 +235,20 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             escalation.behavior,
             escalation.detector,
             escalation.limit,
-            escalation.arguments,
+            _arguments(escalation, config),
             thread,
             run,
-            extra={ESCALATION_EVENT: escalated, "thread_id": thread, "run_id": run},
+            extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": run},
         )
         events.append((ESCALATION_EVENT, escalated))
     return events
+
+
+def _arguments(told: Reminder | Escalation, config: ReminderConfig) -> str:
+    """The arguments as a log line names them: the digest, with the preview if asked for."""
+    return f"{told.digest} {told.arguments}" if config.log_arguments else told.digest
+
+
+def _without_arguments(event: EscalationEvent) -> dict[str, Any]:
+    """An escalation event as a log line's fields carry it: the arguments by digest only."""
+    return {name: value for name, value in event.items() if name != "arguments"}

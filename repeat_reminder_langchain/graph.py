@@ -16,11 +16,11 @@ from typing_extensions import Unpack
 from ._conversation import read_messages, read_state
 from ._counter import Record
 from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
-from ._wiring import refuse_block, warn_wiring
+from ._wiring import refuse_block
 from .callbacks import RepeatToolReminderCallbackHandler
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import report
-from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
+from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, warn
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -192,7 +192,7 @@ class RepeatToolReminderNode:
         if self._warned_outside:
             return
         self._warned_outside = True
-        warn_wiring(
+        warn(
             "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
             "in the run's callbacks, e.g. graph.invoke(inputs, "
             "config={'callbacks': [handler]}). No reminders are added meanwhile."
@@ -202,7 +202,7 @@ class RepeatToolReminderNode:
         if self._warned_placement:
             return
         self._warned_placement = True
-        warn_wiring(
+        warn(
             "RepeatToolReminderNode ran before the results of the tool calls it follows, so it "
             "counts nothing: place it after the tools node (tools -> repeat_reminder -> model)."
         )
@@ -267,7 +267,7 @@ class _InState:
             and _tool_turns(read_messages(state, self._messages_key)) >= 2
         ):
             self._warned = True
-            warn_wiring(
+            warn(
                 f"RepeatToolReminderNode keeps its counts in the state field "
                 f"{self._store.key!r}, which this graph's state does not have, so nothing is "
                 "remembered between turns: build the graph with RepeatToolReminderState or add "

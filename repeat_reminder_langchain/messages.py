@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from .reminder import SOURCE, Escalation, Reminder, WordsOf, is_reminder, turn_tag, wrap
+from .reminder import SOURCE, Escalation, Reminder, Words, is_reminder, turn_tag, wrap
 
 __all__ = [
     "as_user_turn",
@@ -38,7 +38,7 @@ def _new_id() -> str:
 def reminder_message(
     reminders: Reminder | Sequence[Reminder],
     message_type: Literal["system", "human"] = "system",
-    words: WordsOf | None = None,
+    words: Words | None = None,
 ) -> SystemMessage | HumanMessage:
     """The one tagged message that carries a reminder, or a turn's reminders in order.
 
@@ -53,17 +53,17 @@ def reminder_message(
 
     """
     due = (reminders,) if isinstance(reminders, Reminder) else reminders
-    text = "\n\n".join(reminder.say(words) for reminder in due)
+    text = "\n\n".join(reminder.text if words is None else words.say(reminder) for reminder in due)
     tags = {"lc_source": SOURCE, SOURCE: turn_tag(due)}
     if message_type == "human":
         return HumanMessage(wrap(text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
     return SystemMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
 
 
-def escalation_message(escalation: Escalation, words: WordsOf | None = None) -> AIMessage:
+def escalation_message(escalation: Escalation, words: Words | None = None) -> AIMessage:
     """The final message of a run the guard ended: tagged like a reminder, no tool calls."""
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
-    text = escalation.say(words)
+    text = escalation.text if words is None else words.say(escalation)
     return AIMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
 
 

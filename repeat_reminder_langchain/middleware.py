@@ -31,7 +31,7 @@ from ._wiring import Misplaced
 from .config import ReminderConfig, ReminderFields, resolve_config
 from .events import Dispatch, report
 from .messages import blocked_result, keeps_system_messages, prepare_messages
-from .reminder import LOGGER_NAME, SOURCE
+from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 
 if TYPE_CHECKING:
     from .metrics import MeterProviderOption
@@ -281,6 +281,8 @@ class RepeatToolReminderMiddleware(
                 invocation=state.get(RUN_FIELD),
             )
             update = None if step is None else self._update(step)
+        except RepeatToolReminderWarning:
+            raise  # a warning the user's warning filter made an error
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None, None, []

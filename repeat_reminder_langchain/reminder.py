@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
+import logging
+import os
+import sys
+import sysconfig
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from .detectors import DETECTORS as _DETECTORS
@@ -21,11 +28,14 @@ __all__ = [
     "Reminder",
     "ReminderTag",
     "RepeatToolReminderWarning",
+    "Words",
     "WordsOf",
     "from_guard",
     "is_reminder",
     "preview",
+    "sample_words",
     "turn_tag",
+    "warn",
     "wrap",
 ]
 
@@ -35,17 +45,61 @@ and the name of its custom events."""
 
 LOGGER_NAME = "repeat_reminder_langchain"
 
+logger = logging.getLogger(LOGGER_NAME)
+
 
 class RepeatToolReminderWarning(RuntimeWarning):
-    """The guard is wired so that it cannot do its work.
+    """The guard is set up or wired so that part of it cannot do its work.
 
     Its reminders reach no model (no node after the tools node), its node runs before the
-    results it counts, outside its handler's sight, or on a state without its field. Each is
-    said once per guard, as this warning, pointing at the user's line that ran the graph
-    where it is on the stack; `-W error::...` or
+    results it counts, outside its handler's sight, or on a state without its field; it would
+    ask a human with no checkpointer to resume from; or words are set for a detector that is
+    not in `detect`. Each is said once per guard, as this warning, pointing at the user's line
+    that built the guard or ran the graph where it is on the stack; `-W error::...` or
     `warnings.simplefilter("error", RepeatToolReminderWarning)` turns it into an error, and
     `logging.captureWarnings(True)` sends it to the log.
     """
+
+
+def warn(message: str) -> None:
+    """Say that the guard is set up so that it cannot do part of its work.
+
+    As a Python warning, which is what a mistake the user can fix calls for: it shows with
+    logging unconfigured, points at the user's line where that is on the stack, and can be
+    made an error.
+    """
+    warnings.warn(message, RepeatToolReminderWarning, stacklevel=_outside(sys._getframe(1)))
+
+
+def _folders(*packages: str) -> tuple[str, ...]:
+    """Where the packages' modules are (each folder, with a trailing separator)."""
+    found = []
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        found += [folder + os.sep for folder in (spec and spec.submodule_search_locations) or ()]
+    return tuple(found)
+
+
+# Where the user's code is not: this package; the libraries that build and run a guard, and
+# Python's own. (Found by name, not imported: the core imports nothing of LangChain.)
+_OURS = _folders("repeat_reminder_langchain")
+_LIBRARIES = (
+    *_folders("langchain_core", "langgraph", "langchain", "pydantic"),
+    sysconfig.get_paths()["stdlib"] + os.sep,
+)
+
+
+def _outside(frame: FrameType | None) -> int:
+    """The `stacklevel` of the first frame outside these, or outside this package at least."""
+    level, fallback = 2, None  # level 2: warn's caller
+    while frame is not None:
+        where = frame.f_code.co_filename
+        if not where.startswith(_OURS):
+            if not where.startswith(_LIBRARIES):
+                return level
+            fallback = fallback or level
+        frame, level = frame.f_back, level + 1
+    return fallback or 2
 
 
 Level = Literal["gentle", "detailed"]
@@ -129,25 +183,34 @@ class Reminder:
         return self.say()
 
     def say(self, words: WordsOf | None = None) -> str:
-        """The words the model reads: the user's for this detector and level, or its own."""
-        own = _words(words, self.detector, self.level)
-        if callable(own):
-            return str(own(self))
-        if own is None:
+        """The words the model reads: the user's for this detector and level, or its own.
+
+        Raises what the user's words raise, and `ValueError` for words that come out empty
+        (a guard says its own words in their place: `Words`).
+        """
+        entry = _entry(words, self.detector, self.level)
+        if entry is None:
             parts = PARTS[self.detector].words
-            own = parts.gentle if self.level == "gentle" else parts.detailed
-        text: str = own
+            own: str | Callable[[Any], str] = (
+                parts.gentle if self.level == "gentle" else parts.detailed
+            )
+        else:
+            own = entry[1]
+        if callable(own):
+            return _text(own(self))
         varied = f", with {self.variants} different argument sets" if self.variants > 1 else ""
-        return text.format(
-            tool=self.tool,
-            count=self.count,
-            level=self.level,
-            detector=self.detector,
-            arguments=self.arguments,
-            error=self.error,
-            variants=self.variants,
-            varied=varied,
-            evidence=self.evidence,
+        return _text(
+            own.format(
+                tool=self.tool,
+                count=self.count,
+                level=self.level,
+                detector=self.detector,
+                arguments=self.arguments,
+                error=self.error,
+                variants=self.variants,
+                varied=varied,
+                evidence=self.evidence,
+            )
         )
 
     def tag(self) -> ReminderTag:
@@ -192,18 +255,24 @@ class Escalation:
         return self.say()
 
     def say(self, words: WordsOf | None = None) -> str:
-        """The final words of a run the guard ended: the user's for this detector, or its own."""
-        own = _words(words, self.detector, "final")
+        """The final words of a run the guard ended: the user's for this detector, or its own.
+
+        Raises what the user's words raise, and `ValueError` for words that come out empty
+        (a guard says its own words in their place: `Words`).
+        """
+        entry = _entry(words, self.detector, "final")
+        own = _ESCALATION if entry is None else entry[1]
         if callable(own):
-            return str(own(self))
-        text: str = own or _ESCALATION
-        return text.format(
-            tool=self.tool,
-            count=self.count,
-            detector=self.detector,
-            arguments=self.arguments,
-            limit=self.limit,
-            what=PARTS[self.detector].words.stopped,
+            return _text(own(self))
+        return _text(
+            own.format(
+                tool=self.tool,
+                count=self.count,
+                detector=self.detector,
+                arguments=self.arguments,
+                limit=self.limit,
+                what=PARTS[self.detector].words.stopped,
+            )
         )
 
     def tag(self) -> ReminderTag:
@@ -226,15 +295,67 @@ WORD_FIELDS: Mapping[str, tuple[str, ...]] = {
 """The named fields a reminder's words may hold (`detailed` as `gentle`), and the final words'."""
 
 
-def _words(words: WordsOf | None, detector: str, level: str) -> Any:
-    """The user's words for a detector at a level, the detector's own or every detector's."""
+class Words:
+    """The user's words as a guard says them: an entry that fails gives way to the guard's own.
+
+    A function that raises or returns no text, or a format string that a reminder's values
+    break, must not cost the run its count or its stop: the detector's own words are said in
+    its place, and the first failure of each entry (detector or `*`, and level) is logged, once,
+    as a warning.
+    """
+
+    __slots__ = ("_failed", "_words")
+
+    def __init__(self, words: WordsOf) -> None:
+        self._words = words
+        self._failed: set[tuple[str, str]] = set()
+
+    def say(self, told: Reminder | Escalation) -> str:
+        """The words of a reminder, or of a run's end: the user's, or the guard's own."""
+        try:
+            return told.say(self._words)
+        except Exception as error:
+            level = "final" if isinstance(told, Escalation) else told.level
+            entry = (_entry(self._words, told.detector, level) or ("*", level))[0], level
+            if entry not in self._failed:
+                self._failed.add(entry)
+                logger.warning(
+                    "repeat reminder words %s.%s failed (%s: %s); the guard's own words are "
+                    "said in their place",
+                    *entry,
+                    type(error).__name__,
+                    error,
+                )
+            return told.text
+
+
+def sample_words(level: str, words: str) -> str:
+    """`words` said for `level` by a reminder (or a run's end) with a value in every field."""
+    if level == "final":
+        told: Reminder | Escalation = Escalation("tool", 9, "repeat", "{}", "end", limit=9)
+    else:
+        told = Reminder("tool", 3, cast("Level", level), "{}", error="E", variants=2, evidence="E")
+    return told.say({"*": {level: words}})
+
+
+def _entry(words: WordsOf | None, detector: str, level: str) -> tuple[str, Any] | None:
+    """The key and the user's words for a detector at a level (its own, else every one's)."""
     if not words:
         return None
     for key in (detector, "*"):
         own = words.get(key, {}).get(level)
         if own is not None:
-            return own
+            return key, own
     return None
+
+
+def _text(said: object) -> str:
+    """Words said: text that is not empty."""
+    if not isinstance(said, str):
+        raise TypeError(f"the words are a {type(said).__name__}, not text")
+    if not said.strip():
+        raise ValueError("the words are empty")
+    return said
 
 
 def _summary(tool: str, count: int) -> str:

@@ -60,6 +60,8 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
         ({"ignore_arguments": {"x": [".x"]}}, "invalid argument pattern '.x'"),
         ({"mode": "quiet"}, "mode: Input should be 'remind' or 'observe'"),
         ({"exit_behavior": "error"}, "exit_behavior: applies only with escalate_after set"),
+        ({"log_arguments": "yes"}, "log_arguments: must be True or False, got 'yes'"),
+        ({"log_arguments": 1}, "log_arguments: must be True or False, got 1"),
     ],
 )
 def test_bad_values_fail_at_construction_naming_the_field(
@@ -209,6 +211,32 @@ def test_what_is_not_the_user_is_a_pattern_or_a_function_and_the_config_stays_a_
     dumped = by_function.model_dump(mode="json")["not_user"]
     assert dumped.startswith("<function ") and "harness" in dumped
     assert ReminderConfig().model_dump(mode="json")["not_user"] is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "way"),
+    [
+        # LangChain's own limits stand alone, so a first try often meets a threshold: the
+        # line says which thresholds keep the reminders before the stop, or which limit does.
+        ({"escalate_after": 5}, "pass thresholds=[3] (reminders before the stop) or "),
+        ({"escalate_after": 8}, "pass thresholds=[3, 5] (reminders before the stop) or "),
+        ({"escalate_after": 3}, "pass "),  # no threshold below 3: only the limit can move
+        (
+            {"escalate_after": 5, "detect": ["repeat", "stale"], "stale_thresholds": [4, 6]},
+            "pass thresholds=[3] and stale_thresholds=[4] (reminders before the stop) or ",
+        ),
+    ],
+)
+def test_an_escalation_below_a_threshold_is_refused_with_the_way_out(
+    fields: dict[str, Any], way: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig(**fields)
+    assert str(caught.value) == (
+        "escalate_after: must be greater than every threshold of the repeat detector (the last "
+        f"is 8), got {fields['escalate_after']}; {way}escalate_after \u2265 9"
+    )
+    assert ReminderConfig(**fields | {"escalate_after": 9}).escalate_after == 9  # the way out
 
 
 def test_the_faces_keywords_are_exactly_the_configurations_fields() -> None:

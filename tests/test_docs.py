@@ -550,10 +550,25 @@ CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = 
         "error_pattern: invalid regular expression '('",
     ),
     (
-        lambda: ReminderConfig(escalate_after=8),
+        lambda: ReminderConfig(escalate_after=5),
         ConfigError,
         "escalate_after: must be greater than every threshold of the repeat detector (the last "
-        "is 8), got 8",
+        "is 8), got 5; pass thresholds=[3] (reminders before the stop) or escalate_after ≥ 9",
+    ),
+    (
+        lambda: ReminderConfig(words={"repeat": {"gentle": "{tool:d}"}}),
+        ConfigError,
+        "words: repeat.gentle: cannot be said (Unknown format code 'd' for object of type 'str')",
+    ),
+    (
+        lambda: ReminderConfig(words={"repeat": {"gentle": ""}}),
+        ConfigError,
+        "words: repeat.gentle: must not be empty",
+    ),
+    (
+        lambda: ReminderConfig(log_arguments="yes"),
+        ConfigError,
+        "log_arguments: must be True or False, got 'yes'",
     ),
     (
         lambda: ReminderConfig(exit_behavior="error"),

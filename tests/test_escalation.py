@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
@@ -20,13 +22,25 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
+    RepeatToolReminderWarning,
     from_guard,
     is_reminder,
 )
+from repeat_reminder_langchain.canonical import digest
 from repeat_reminder_langchain.escalation import interrupt_request
 
 from .conftest import Guarded, build
-from .helpers import LoopModel, ask, assert_adjacent, call, kept_record, reminders, scripted, turn
+from .helpers import (
+    LoopModel,
+    ask,
+    assert_adjacent,
+    call,
+    kept_record,
+    reminders,
+    scripted,
+    turn,
+    wiring_warnings,
+)
 
 Make = Callable[..., Guarded]
 LIMIT: dict[str, Any] = {"thresholds": [3, 5], "escalate_after": 6}
@@ -216,6 +230,49 @@ def test_after_an_error_the_same_step_raises_again_and_a_user_message_goes_on(
     assert messages[-1].content == "done after 2 calls"
 
 
+SECRET = {"data": "SECRET-4242"}
+
+
+@pytest.mark.parametrize("behavior", ["end", "error"])
+def test_logs_and_the_error_name_the_arguments_by_digest_only(
+    guarded: Make, behavior: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Logs and error records travel far (stderr, a server's run record): arguments may hold
+    # secrets, so only code that asks reads them.
+    agent = guarded(LoopModel(args=SECRET), exit_behavior=behavior, **LIMIT)
+    stops = pytest.raises(RepeatToolLoopError) if behavior == "error" else nullcontext()
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"), stops as raised:
+        agent.invoke(ask("loop 50"))
+
+    if raised is not None:
+        assert "SECRET" not in str(raised.value) and "SECRET" in raised.value.arguments
+
+    key = digest('{"data":"SECRET-4242"}')
+    lines = [r.getMessage() for r in caplog.records]
+    assert [line.split(":")[0] for line in lines] == [
+        "repeat tool reminder sent",
+        "repeat tool reminder sent",
+        f"repeat tool loop stopped ({behavior})",
+    ]
+    assert all(f"arguments {key}, thread" in line for line in lines)
+    assert not any("SECRET" in repr(vars(record)) for record in caplog.records)  # nor `extra`
+
+
+def test_log_arguments_puts_the_preview_in_the_log_lines(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = guarded(LoopModel(args=SECRET), exit_behavior="end", log_arguments=True, **LIMIT)
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        agent.invoke(ask("loop 50"))
+
+    key = digest('{"data":"SECRET-4242"}')
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3
+    assert all(f'arguments {key} {{"data":"SECRET-4242"}}, thread' in line for line in lines)
+    escalated = caplog.records[-1].repeat_tool_escalation
+    assert escalated["arguments"] == '{"data":"SECRET-4242"}'
+
+
 async def test_error_raises_in_async_runs(guarded: Make) -> None:
     agent = guarded(LoopModel(), exit_behavior="error", **LIMIT)
     with pytest.raises(RepeatToolLoopError):
@@ -283,12 +340,42 @@ def test_any_other_answer_reaches_the_agent_as_a_user_message(guarded: Make, thr
     assert messages[-1].content == "done after 0 calls"  # the model read the note and answered
 
 
-def test_interrupt_without_a_checkpointer_stops_with_the_question(guarded: Make) -> None:
+def test_interrupt_without_a_checkpointer_stops_with_the_question_and_says_so_once(
+    guarded: Make, recwarn: pytest.WarningsRecorder
+) -> None:
+    # The question can never be answered: no checkpoint to resume from. Said at the first
+    # run, before any loop, at the line that ran the graph.
     agent = guarded(LoopModel(), exit_behavior="interrupt", **LIMIT)
     result = agent.graph.invoke(ask("loop 9"), agent.run_config())
+    agent.graph.invoke(ask("loop 9"), agent.run_config())
 
     assert result["__interrupt__"][0].value["count"] == 6
     assert_adjacent(result["messages"])
+    assert wiring_warnings(recwarn.list) == [
+        'exit_behavior="interrupt" pauses a looping run for a human, but this graph has no '
+        "checkpointer, so the run can never be resumed: compile the graph with one "
+        "(checkpointer=InMemorySaver()) and run it with a thread_id, or choose "
+        'exit_behavior="end" or "error"'
+    ]
+
+
+def test_the_warning_made_an_error_fails_the_run_on_every_face(guarded: Make) -> None:
+    agent = guarded(LoopModel(), exit_behavior="interrupt", **LIMIT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RepeatToolReminderWarning)
+        with pytest.raises(RepeatToolReminderWarning, match="no checkpointer"):
+            agent.invoke(ask("loop 9"))
+
+
+def test_interrupt_with_a_checkpointer_or_another_behavior_warns_of_nothing(
+    guarded: Make, thread: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    _interrupted(agent, thread)
+    agent = guarded(LoopModel(), exit_behavior="end", **LIMIT)
+    agent.invoke(ask("loop 9"))
+
+    assert wiring_warnings(recwarn.list) == []
 
 
 async def test_interrupt_and_resume_in_async_runs(guarded: Make, thread: str) -> None:
@@ -370,7 +457,8 @@ def test_block_ends_a_model_that_sends_a_refused_call_again(
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2
     assert lines[0].startswith("repeat tool call refused: probe × 10 (block, repeat count")
-    assert 'arguments {"q":"same"}' in lines[0]  # previewed, as the other escalations do
+    key = digest('{"q":"same"}')
+    assert f"arguments {key}, thread" in lines[0] and "same" not in lines[0]  # the digest only
     assert lines[1].startswith("repeat tool loop stopped (end): probe × 11 (end, repeat")
     assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 2}}
 
@@ -433,13 +521,14 @@ def test_escalation_settings_fail_loud() -> None:
 
 
 def test_the_loop_error_says_what_was_stopped_where_and_its_limit() -> None:
-    stopped = Escalation("probe", 7, "repeat", '{"q":"same"}', "error", limit=6)
+    stopped = Escalation("probe", 7, "repeat", '{"q":"same"}', "error", "1f2e", limit=6)
     error = RepeatToolLoopError(stopped, "thread-7")
     assert str(error) == (
         "repeat tool loop stopped: probe × 7 (repeat, escalate_after=6), "
-        'arguments {"q":"same"}, thread thread-7'
+        "arguments 1f2e, thread thread-7"
     )
     assert (error.count, error.escalate_after) == (7, 6)
+    assert (error.arguments, error.digest) == ('{"q":"same"}', "1f2e")
     assert str(RepeatToolLoopError(stopped)).endswith(", thread None")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,24 @@ def test_a_missing_file_and_a_bad_keyword_are_said_as_theirs(tmp_path: Path) -> 
         ReminderConfig.from_file(path, repeat_every=0)  # the keyword's, not the file's
     with pytest.raises(TypeError, match="unknown ReminderConfig field 'repeats'"):
         ReminderConfig.from_file(path, repeats=2)
+
+
+def test_a_conflict_a_keyword_makes_with_a_valid_file_names_the_keyword(tmp_path: Path) -> None:
+    path = write(tmp_path, "words.toml", "escalate_after = 5\nthresholds = [3]\n")
+    assert ReminderConfig.from_file(path).escalate_after == 5  # valid alone
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(path, thresholds=[2, 7])
+    assert str(caught.value) == (
+        "escalate_after: must be greater than every threshold of the repeat detector (the last "
+        "is 7), got 5; pass thresholds=[2] (reminders before the stop) or escalate_after \u2265 8 "
+        f"(from the keyword thresholds: {path} alone is valid)"
+    )
+    with pytest.raises(ConfigError, match=r"\(from the keywords detect, stale_thresholds: "):
+        ReminderConfig.from_file(path, detect=["stale"], stale_thresholds=[6])
+    # A file that is wrong alone is still named as the source.
+    wrong = write(tmp_path, "wrong.toml", "escalate_after = 5\n")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(wrong))}: escalate_after: must be"):
+        ReminderConfig.from_file(wrong, repeat_every=2)
 
 
 def test_what_a_file_cannot_hold_is_refused(tmp_path: Path) -> None:

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig, from_guard
-from repeat_reminder_langchain.reminder import WORD_FIELDS
+from repeat_reminder_langchain import (
+    ConfigError,
+    Escalation,
+    Reminder,
+    ReminderConfig,
+    RepeatToolReminderWarning,
+    from_guard,
+)
+from repeat_reminder_langchain.reminder import WORD_FIELDS, Words
 
 from .conftest import Guarded
 from .helpers import LoopModel, ask, reminders
@@ -50,7 +59,7 @@ def test_the_users_final_words_end_a_run_on_every_face(guarded: Make) -> None:
 
 
 def test_words_left_unset_are_the_detectors_own() -> None:
-    words = ReminderConfig(words={"stale": {"gentle": "{tool}"}}).words
+    words = ReminderConfig(detect=["repeat", "stale"], words={"stale": {"gentle": "{tool}"}}).words
     reminder = Reminder("grep", 3, "gentle", "{}")
     assert reminder.say(words) == reminder.text
     assert reminder.text.startswith("You have called `grep` 3 times in a row")
@@ -74,6 +83,12 @@ def test_a_detectors_own_words_come_before_every_detectors() -> None:
         ({"repeat": {"gentle": "{tool.upper}"}}, "unknown field {tool.upper}"),
         ({"repeat": {"gentle": "{}"}}, "words: repeat.gentle: unknown field {}"),
         ({"repeat": {"gentle": "{"}}, "repeat.gentle: not a format string"),
+        # Said with a value of every field when the guard is built, not first at a loop.
+        ({"repeat": {"gentle": "{tool:d}"}}, "repeat.gentle: cannot be said (Unknown format code"),
+        ({"repeat": {"final": "{count!x}"}}, "repeat.final: cannot be said (Unknown conversion"),
+        ({"repeat": {"detailed": "{variants:s}"}}, "repeat.detailed: cannot be said"),
+        ({"repeat": {"gentle": ""}}, "words: repeat.gentle: must not be empty"),
+        ({"*": {"final": " \n"}}, "words: *.final: must not be empty"),
         ({"repat": {}}, "words: unknown detector 'repat'; did you mean 'repeat'?"),
         ({"repeat": {"soft": "x"}}, "words: repeat: unknown level 'soft'; levels are gentle"),
         ({"repeat": {"gentle": 3}}, "repeat.gentle: must be a format string or a function"),
@@ -114,3 +129,82 @@ def test_words_are_written_to_a_settings_file_and_read_back(tmp_path: Path) -> N
     assert '[words."*"]\n"detailed" = "D"' in (tmp_path / "words.toml").read_text()
     with pytest.raises(ConfigError, match="words: a function cannot be written to a file"):
         ReminderConfig(words=WORDS).to_file(tmp_path / "words.toml")
+
+
+# -- words that fail when said ----------------------------------------------------------------
+
+
+def _raises(told: object) -> str:
+    raise RuntimeError("the user's bug")
+
+
+FAILING = {
+    "a function that raises": {"repeat": {"gentle": _raises}},
+    "a function that says nothing": {"repeat": {"gentle": lambda reminder: ""}},
+    "a function that returns no text": {"*": {"gentle": lambda reminder: None}},
+    "a format string empty for its values": {"repeat": {"gentle": "{error}"}},
+    "final words that raise": {"*": {"final": _raises}},
+}
+
+
+@pytest.mark.parametrize("words", FAILING.values(), ids=FAILING.keys())
+def test_words_that_fail_when_said_change_nothing_but_the_words(
+    guarded: Make, words: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The one stop that ended every loop on live models must not hang on the user's words:
+    # the run stops where it stops without them, and the guard says its own words instead.
+    plain = guarded(LoopModel(), thresholds=[3], escalate_after=4).invoke(ask("loop 50"))
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        agent = guarded(LoopModel(), thresholds=[3], escalate_after=4, words=words)
+        messages = agent.invoke(ask("loop 50"))
+        again = agent.invoke(ask("loop 50"))  # said once per guard, not once per failure
+
+    assert texts(messages) == texts(plain) == texts(again)
+    assert [m.type for m in messages] == [m.type for m in plain]
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 2}}
+    failed = [r for r in caplog.records if "words" in r.getMessage()]
+    (entry,) = words
+    (level,) = words[entry]
+    assert [r.getMessage().split(" failed")[0] for r in failed] == [
+        f"repeat reminder words {entry}.{level}"
+    ]
+    assert failed[0].levelno == logging.WARNING and failed[0].exc_info is None  # no traceback
+    assert not any("middleware failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_guard_says_each_failing_entry_once_and_its_own_words_every_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    words = Words({"repeat": {"gentle": _raises}, "*": {"detailed": "{error}", "final": _raises}})
+    reminder = Reminder("ls", 3, "gentle", "{}")
+    stopped = Escalation("ls", 9, "repeat", "{}", "end", limit=9)
+    told = [reminder, Reminder("ls", 5, "detailed", "{}"), stopped] * 2
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        said = [words.say(each) for each in told]
+
+    assert said == [each.text for each in told]
+    assert [r.getMessage() for r in caplog.records] == [
+        "repeat reminder words repeat.gentle failed (RuntimeError: the user's bug); the guard's "
+        "own words are said in their place",
+        "repeat reminder words *.detailed failed (ValueError: the words are empty); the guard's "
+        "own words are said in their place",
+        "repeat reminder words *.final failed (RuntimeError: the user's bug); the guard's own "
+        "words are said in their place",
+    ]
+    # Asked directly, the words raise what they raise: a user trying their words sees why.
+    with pytest.raises(TypeError, match="the words are a NoneType, not text"):
+        reminder.say({"*": {"gentle": lambda r: None}})
+    assert Words({"stale": {"gentle": "mine"}}).say(reminder) == reminder.text
+
+
+def test_words_for_a_detector_not_detected_draw_one_warning_where_the_guard_is_built() -> None:
+    with pytest.warns(RepeatToolReminderWarning) as warned:
+        ReminderConfig(words={"stale": {"gentle": "x"}, "*": {"detailed": "y"}})
+    (warning,) = warned
+    assert str(warning.message) == (
+        "words for stale, which is not detected: add it to detect, or leave the words out"
+    )
+    assert warning.filename == __file__
+    with pytest.warns(RepeatToolReminderWarning, match="words for stale, cycle, which are not"):
+        ReminderConfig(words={"stale": {"gentle": "x"}, "cycle": {"final": "y"}})

@@ -175,6 +175,7 @@ def test_every_guard_option_reaches_the_config(
         "escalate_after": 7,
         "exit_behavior": "block",
         "words": {},
+        "log_arguments": False,
     }
 
 
