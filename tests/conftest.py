@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,15 @@ settings.register_profile(
 _shared_executor: Any = getattr(manager, "_executor", None)
 if hasattr(_shared_executor, "cache_clear"):
     os.register_at_fork(after_in_child=_shared_executor.cache_clear)
+
+
+# Under mutation testing mutmut runs the tests in its own process, and calls every mutated
+# function through its trampoline: frames that a warning looks past to find the user's line, as
+# it looks past LangChain's.
+if "mutmut" in sys.modules:
+    from repeat_reminder_langchain import reminder as _reminder
+
+    _reminder._LIBRARIES += _reminder._folders("mutmut")
 
 
 @pytest.hookimpl(wrapper=True)

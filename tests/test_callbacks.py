@@ -396,6 +396,22 @@ async def test_without_a_node_the_custom_events_say_not_delivered(wiring: str) -
     ]
 
 
+def test_without_a_node_the_reminders_due_name_the_thread_of_the_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The handler counts in a callback that hands the guard no run config: the config of the
+    # run it is in names the thread, so a monitor can still tell which conversation loops.
+    guard = Handler()
+    graph = wired(scripted(repeat("probe", SAME, 3)), guard, "create_agent")
+    config: Any = {"callbacks": [guard], "configurable": {"thread_id": "t-7"}}
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        chunks = list(graph.stream(ask(), config, stream_mode="custom"))
+
+    assert [chunk["repeat_tool_reminder"]["thread_id"] for chunk in chunks] == ["t-7"]
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert ", thread t-7, run " in line
+
+
 @pytest.mark.parametrize("wiring", WIRINGS)
 def test_without_a_node_each_handler_warns_once_naming_the_node_and_the_middleware(
     wiring: str, caplog: pytest.LogCaptureFixture

@@ -351,6 +351,17 @@ def test_a_record_stored_by_0_3_is_read_into_todays() -> None:
         read_record({"seen": ["a"]})
 
 
+def test_a_record_with_0_3_fields_beside_todays_memories_keeps_them_all() -> None:
+    # A 0.3 guard keeps the fields it does not know: on a thread that today's guard and a
+    # 0.3 one both wrote to, the memories today's guard wrote are read with 0.3's fields.
+    stale = {"calls": {"a": ["279ddbaa60cbc7fc", 2, 0]}}
+    data = {"failing": "book", "error": "e" * 32, "failures": 2, "detectors": {"stale": stale}}
+    assert read_record(data)["detectors"] == {
+        "same_error": {"tool": "book", "error": "e" * 32, "failures": 2, "variants": []},
+        "stale": stale,
+    }
+
+
 def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -> None:
     from types import MappingProxyType
 

@@ -103,6 +103,17 @@ def test_events_name_the_thread_of_the_run(guarded: Make, thread: str) -> None:
     ]
 
 
+def test_an_escalation_event_carries_the_digest_its_reminders_carried(guarded: Make) -> None:
+    # The digest is what joins a loop's reminders and its escalation, arguments unseen.
+    agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=3)
+    collector = Collector()
+    agent.invoke(ask(), callbacks=[collector])
+
+    (reminded, escalated) = [data for _, data in collector.events]
+    assert DIGEST.match(escalated["arguments_digest"])
+    assert escalated["arguments_digest"] == reminded["arguments_digest"]
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_observed_reminders_are_custom_events_marked_not_delivered(
     guarded: Make, asynchronous: bool
@@ -173,6 +184,19 @@ def test_reminders_are_logged_at_info_with_a_digest_not_the_arguments(
     assert fields["thread_id"] == "t-9"
     assert str(fields["run_id"]) in line
     assert "s3cr3t" not in str(fields["repeat_tool_reminder"])
+
+
+def test_an_escalation_is_logged_at_warning_with_its_thread_and_run(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=3)
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        agent.invoke(ask(), "t-9")
+
+    (record,) = [r for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert record.levelno == logging.WARNING
+    assert re.search(r", thread t-9, run [0-9a-f-]{36}$", record.getMessage())
+    assert record.__dict__["thread_id"] == "t-9"
 
 
 def _runs_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -260,6 +284,27 @@ def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCapture
     assert any(m.startswith("repeat tool reminder observed, not sent (observe mode): grep × 3")
                for m in messages)  # fmt: skip
     assert any(m.startswith("repeat tool reminder due but not delivered (") for m in messages)
+
+
+def test_an_event_that_cannot_be_sent_says_why_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
+    with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
+        report(_told(tally, Stats()), dispatch_custom_event)
+
+    unsent = [r for r in caplog.records if r.getMessage().startswith("repeat_tool_reminder event")]
+    assert len(unsent) == 2  # not dispatched, not written to the custom stream
+    assert all(r.exc_info is not None for r in unsent)  # with what stopped it, to debug
+
+
+def test_outside_a_graph_the_log_lines_carry_no_run_id(caplog: pytest.LogCaptureFixture) -> None:
+    # No run to name: a structured log gets an empty field (null), not the text "None".
+    done = turn(call("probe", SAME), call("probe", SAME))
+    state = {"messages": [done, *(ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls)]}
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        update = RepeatToolReminderMiddleware(thresholds=[2]).before_model(state, None)  # type: ignore[arg-type]
+
+    assert update is not None and "repeat_tool_reminder_run" not in update
+    assert [r.__dict__["run_id"] for r in caplog.records] == [None]
 
 
 async def test_the_middleware_hooks_work_outside_a_graph_and_survive_their_own_bugs(

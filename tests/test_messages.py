@@ -21,6 +21,7 @@ from repeat_reminder_langchain.messages import (
     blocked_result,
     escalation_message,
     reminder_message,
+    stored_as_user_turns,
 )
 from repeat_reminder_langchain.reminder import wrap
 
@@ -60,6 +61,15 @@ def test_a_user_turn_rendering_keeps_name_id_and_tags() -> None:
         stored.additional_kwargs,
     )
     assert reminder_message(Reminder("probe", 3, "gentle", "{}"), "human").id
+
+
+def test_only_system_reminders_are_rewritten_as_user_turns() -> None:
+    # The user's own system message stays one; a reminder stored as a user turn already is
+    # not wrapped again.
+    system = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+    human = reminder_message(Reminder("probe", 5, "detailed", "{}"), "human")
+    stored = [SystemMessage("You are a careful agent.", id="prompt"), HumanMessage("go"), human]
+    assert stored_as_user_turns([*stored, system]) == [as_user_turn(system)]
 
 
 def test_the_guards_final_message_and_refusals_are_tagged() -> None:

@@ -531,6 +531,26 @@ def test_reminders_stored_before_the_model_was_seen_are_sent_and_then_kept_as_us
     assert stored["RepeatToolReminderMiddleware"]["system"] is False
 
 
+def test_stored_system_reminders_are_kept_as_user_turns_on_a_turn_that_counts_nothing() -> None:
+    # Two new processes resume the thread. The second resets the record when the user speaks,
+    # before it has seen the model; when the user speaks again there is nothing to count, but
+    # the model is known by then not to take system messages: the stored reminder is
+    # rewritten as a user turn all the same.
+    saver, config = _third_call_pending("converted on a quiet turn")
+    first = agent_with(scripted([]), RepeatToolReminderMiddleware(), checkpointer=saver)
+    first.invoke(None, config)
+    model = scripted(["ok", "ok again"])
+    second = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
+    kept = second.invoke(ask("go on"), config)["messages"]
+    assert [m.type for m in kept if is_reminder(m)] == ["system"]  # the model not yet seen
+    messages = second.invoke(ask("and now?"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert [m.type for m in messages if is_reminder(m)] == ["human"]
+    stored = second.get_state(config).values["repeat_tool_reminder"]
+    assert stored["RepeatToolReminderMiddleware"]["system"] is False
+
+
 def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

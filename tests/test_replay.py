@@ -22,6 +22,16 @@ def test_replay_counts_a_turn_with_reused_call_ids_again() -> None:
     assert streaks == [1, 2, 3]
 
 
+def test_replay_counts_a_turn_read_twice_once() -> None:
+    # A turn that a transcript holds twice, under its one id: the guard's record names the
+    # turn it counted last, so the guard counts it once, and so does the replay.
+    call = {"name": "grep", "args": {}, "id": "call_0"}
+    turn = [AIMessage("", tool_calls=[call], id="m1"), ToolMessage("r", tool_call_id="call_0")]
+    messages = [HumanMessage("go"), *turn, *turn]
+    streaks = [r.trace.streak for r in replay(messages, ReminderConfig()) if r.trace]
+    assert streaks == [1]
+
+
 def test_replay_gives_the_reminders_the_guard_would_send() -> None:
     messages = run_demo(None)
     found = [

@@ -93,6 +93,14 @@ def test_a_file_that_is_wrong_says_where(
     assert str(caught.value).startswith(str(tmp_path / problem))
 
 
+def test_an_unknown_setting_like_no_field_is_refused_listing_the_fields(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(write(tmp_path, "a.toml", "colour = 3\n"))
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'a.toml'}: unknown setting 'colour'; fields are thresholds, "
+    )
+
+
 def test_a_missing_file_and_a_bad_keyword_are_said_as_theirs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be read: No such file or directory"):
         ReminderConfig.from_file(tmp_path / "none.toml")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ from langchain.agents import create_agent
 from typing_extensions import override
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
-from repeat_reminder_langchain.detectors import PARTS, Part, Seen, Words
+from repeat_reminder_langchain.detectors import PARTS, Part, Seen, Settings, Words
 
 from ..helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
 
@@ -63,3 +64,47 @@ def test_a_registered_detector_reminds_through_the_middleware(registered: None) 
 def test_an_unregistered_detector_is_a_config_error() -> None:
     with pytest.raises(ValueError, match="unknown detector 'same_tool'"):
         RepeatToolReminderMiddleware(detect=["same_tool"])
+
+
+class SameFailingTool(Part):
+    """The same tool failing again and again: its results match `error_pattern`."""
+
+    name = "same_failing_tool"
+    thresholds = "stale_thresholds"
+    remembers = True
+    words = SameTool.words
+
+    def __init__(self, config: Settings) -> None:
+        # What a detector needs of the configuration it compiles once, when the guard is built.
+        self.pattern = re.compile(config.error_pattern or "(?!)")
+
+    @override
+    def start(self, kept: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(kept)
+
+    @override
+    def see(self, memory: dict[str, Any], seen: Seen) -> int | None:
+        if not self.pattern.search(seen.text):
+            return None  # no failure: nothing to count
+        same = memory.get("tool") == seen.tool
+        memory["tool"], memory["times"] = seen.tool, memory.get("times", 0) + 1 if same else 1
+        return int(memory["times"])
+
+    @override
+    def keep(self, memory: dict[str, Any]) -> dict[str, Any]:
+        return memory
+
+
+def test_a_registered_detector_is_built_from_the_guards_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(PARTS, SameFailingTool.name, SameFailingTool)
+    script = [turn(call("probe", {"q": q})) for q in ("a", "b", "c", "a")]
+    guard = RepeatToolReminderMiddleware(
+        detect=["same_failing_tool"], error_pattern="^probed [ab]", stale_thresholds=[3]
+    )
+    messages = create_agent(scripted(script), tools=[probe], middleware=[guard]).invoke(ask())
+
+    assert_adjacent(messages["messages"])
+    # `c` did not match the guard's pattern: the count went on from two to three at the last.
+    assert reminders(messages["messages"]) == [("gentle", "probe", 3)]

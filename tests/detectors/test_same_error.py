@@ -52,6 +52,13 @@ def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak()
         read_record({"detectors": {"same_error": {**kept, "spoke": "yes"}}})
 
 
+def test_a_stored_failure_count_that_is_not_a_whole_number_is_rejected() -> None:
+    # A count the guard did not write starts the streak over instead of counting on from it.
+    kept = {"tool": "probe", "error": "e" * 32, "failures": 2.0}
+    with pytest.raises(RecordError, match=r"failures must be a int, got 2\.0$"):
+        read_record({"detectors": {"same_error": kept}})
+
+
 # -- through the counter ----------------------------------------------------------------------
 
 
