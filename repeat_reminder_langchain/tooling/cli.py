@@ -457,7 +457,8 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
 
 _LAB_HELP = """\
 Runs small tasks built to make a model loop (--tasks, default all: poll, ping, search, file,
-calculator, payment, forecast) with the real create_agent on a model of yours, under each
+calculator, payment, forecast, poll-insist, ping-insist) with the real create_agent on a model
+of yours, under each
 condition (--conditions): none (no guard), guard (the defaults), escalate (stop at 10),
 neutral (a note that says nothing of the loop, at the same points), config (your --config
 settings, e.g. your own words). Each run is capped at --max-calls model calls.
@@ -470,9 +471,11 @@ Per task and condition it prints: runs, model calls and the longest run of ident
 (means), what broke that run (the reminder level after its last call when the model then
 changed course; escalated, limit, or - when the model changed course unprompted), how many
 runs ended acceptably, tokens and seconds (means); then the totals per condition. --output DIR
-writes lab.jsonl (one line per run) and one transcript per run.
+writes lab.jsonl (one line per run: the figures, the model, the settings, the answer) and one
+transcript per run.
 
-Exit codes: 0 done; 2 bad options, or a model that cannot be reached (one line on stderr)."""
+Exit codes: 0 done; 2 bad options, a model that cannot be built, or one that fails midway (one
+line on stderr, after the table of the runs done)."""
 
 
 def _lab_options(commands: Any) -> None:
@@ -509,9 +512,46 @@ def _lab_options(commands: Any) -> None:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    from .lab import CONDITIONS, TASKS, run_lab
+    from .lab import run_task
     from .tables import format_lab
-    from .transcript import format_transcript
+
+    tasks, config = _lab_plan(args)
+    model = _lab_model(args)
+    plan = [(t, c, n) for t in tasks for c in args.conditions for n in range(1, args.runs + 1)]
+    out = None
+    if args.output is not None:
+        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
+        out = open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")  # noqa: SIM115
+    done: list[Any] = []
+    try:
+        for number, (task, condition, count) in enumerate(plan, 1):
+            try:
+                run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
+                               config=config)  # fmt: skip
+            except Exception as error:  # a model that cannot be reached, a key that is refused
+                if done:
+                    print(format_lab(done))  # the runs done are measured all the same
+                raise _Failure(
+                    f"{task.name} · {condition} · run {count}: the model failed: "
+                    f"{type(error).__name__}: {' '.join(str(error).split())}"
+                ) from None
+            done.append(run)
+            if not args.quiet:
+                print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
+                      f"{run.model_calls} model calls, longest run {run.longest}, "
+                      f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
+            if out is not None:
+                _lab_write(args, out, run)
+    finally:
+        if out is not None:  # complete up to a failure
+            out.close()
+    print(format_lab(done))
+    return 0
+
+
+def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], ReminderConfig | None]:
+    """The tasks the lab runs, and the settings of its `config` condition."""
+    from .lab import CONDITIONS, TASKS
 
     unknown = [name for name in args.tasks or () if name not in TASKS]
     if unknown:
@@ -529,37 +569,17 @@ def _lab(args: argparse.Namespace) -> int:
             config = ReminderConfig.from_file(args.config)
         except ConfigError as error:
             raise _UsageError(str(error), "lab") from None
-    model = _lab_model(args)
-    tasks = [TASKS[name] for name in args.tasks or TASKS]
-    total = len(tasks) * len(args.conditions) * args.runs
-    out = None
-    if args.output is not None:
-        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
-        out = open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")  # noqa: SIM115
-    done = []
-    try:
-        runs = run_lab(
-            model, tasks, args.conditions, runs=args.runs, max_calls=args.max_calls, config=config
-        )
-        for number, run in enumerate(runs, 1):
-            done.append(run)
-            if not args.quiet:
-                print(f"[{number}/{total}] {run.task} · {run.condition} · run {run.run}: "
-                      f"{run.model_calls} model calls, longest run {run.longest}, "
-                      f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
-            if out is not None:
-                out.write(json.dumps(run.as_dict()) + "\n")
-                name = f"{run.task}-{run.condition}-{run.run}.txt"
-                path = os.path.join(args.output, "transcripts", name)
-                with open(path, "w", encoding="utf-8") as text:
-                    text.write(format_transcript(run.messages) + "\n")
-    except Exception as error:  # a model that cannot be reached, a key that is refused
-        raise _Failure(f"the model failed: {type(error).__name__}: {error}") from None
-    finally:
-        if out is not None:  # complete up to a failure
-            out.close()
-    print(format_lab(done))
-    return 0
+    return [TASKS[name] for name in args.tasks or TASKS], config
+
+
+def _lab_write(args: argparse.Namespace, out: IO[str], run: Any) -> None:
+    """A run's line in lab.jsonl, with the model it ran on, and its transcript, whole."""
+    from .transcript import format_transcript
+
+    out.write(json.dumps({"model": args.model, "base_url": args.base_url, **run.as_dict()}) + "\n")
+    path = os.path.join(args.output, "transcripts", f"{run.task}-{run.condition}-{run.run}.txt")
+    with open(path, "w", encoding="utf-8") as text:
+        text.write(format_transcript(run.messages, width=None, sent=True) + "\n")
 
 
 def _lab_model(args: argparse.Namespace) -> Any:
@@ -576,13 +596,19 @@ def _lab_model(args: argparse.Namespace) -> Any:
 
         return init_chat_model(args.model, **options)
     except ImportError as error:
-        from .._install import install_hint
+        if error.name in _PROVIDERS:  # ChatOpenAI, for --base-url: the providers extra
+            from .._install import install_hint
 
-        raise _Failure(
-            f"{error.name or error}: not installed ({install_hint('providers')})"
-        ) from None
-    except ValueError as error:  # LangChain's says which providers it knows, over lines
-        raise _UsageError(f"--model: {' '.join(str(error).split())}", "lab") from None
+            raise _Failure(f"{error.name}: not installed ({install_hint('providers')})") from None
+        # Another provider's package: LangChain's message names it, and how to install it.
+        raise _Failure(f"--model {args.model}: {' '.join(str(error).split())}") from None
+    except Exception as error:  # an unknown provider, a missing API key: said by LangChain
+        said = " ".join(str(error).split())
+        raise _UsageError(f"--model {args.model}: {type(error).__name__}: {said}", "lab") from None
+
+
+_PROVIDERS = ("langchain_openai", "langchain_anthropic")
+"""The packages of the providers extra."""
 
 
 def _write_config(config: ReminderConfig, path: str) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,9 +33,12 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
 
 from ..config import ReminderConfig
+from ..escalation import RepeatToolLoopError
 from ..middleware import RepeatToolReminderMiddleware
 from ..reminder import from_guard, tag_of
 from ..replay import replay
@@ -65,7 +69,9 @@ class Task:
         name: How the command line names it.
         request: What the user asks.
         tools: The tools the agent gets; they answer the same to the same call, always.
-        accept: Whether the model's last words are an acceptable end (lowercased text in).
+        accept: Whether the model's last words are an acceptable end: what a person reading
+            them would judge (each task's check is a function of this module, tested on a
+            table of answers it takes and refuses).
         about: One line: what makes a model loop here.
     """
 
@@ -93,6 +99,8 @@ class LabRun:
         ended: `answer` (the model answered), `guard` (the guard ended the run) or `limit`.
         tokens: The tokens the model's turns report (0 when the model reports none).
         seconds: How long it took.
+        answer: The model's last words, whole, when it answered ("" otherwise).
+        settings: The settings the guard was given, beside its defaults (None: no guard).
         messages: The conversation, for its transcript (not in `as_dict`).
     """
 
@@ -106,6 +114,8 @@ class LabRun:
     ended: str
     tokens: int
     seconds: float
+    answer: str = ""
+    settings: dict[str, Any] | None = None
     messages: list[BaseMessage] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,7 +151,7 @@ def read_file(path: str) -> str:
     """Read a file of the project."""
     if path.strip("./") == "NOTES.md":
         return "Release notes: 2.4.0 ships the new importer."
-    return f"Error: {path}: no such file"
+    return f"Error: {path}: no such file (the project has README.md and NOTES.md)"
 
 
 @tool
@@ -186,8 +196,84 @@ def forecast(city: str) -> str:
     return f"{city}, tomorrow: light rain, 14 °C (updated 10 minutes ago)"
 
 
-def _says(*words: str) -> Callable[[str], bool]:
-    return lambda text: any(word in text for word in words)
+# -- judging an answer: what a person reading it would say -------------------------------------
+# Each check reads the model's last words, lowercased, for what answers the task, and refuses
+# words that say the opposite ("has finished", "is reachable") or that it could not be done.
+
+
+def _finds(text: str, *patterns: str) -> bool:
+    return any(re.search(pattern, text) for pattern in patterns)
+
+
+_CANNOT = r"\b(could ?n[o']t|can ?n[o']t|unable|failed to|was not able|wasn't able)\b"
+
+
+def still_running(answer: str) -> bool:
+    """The job has not finished: it is running, in progress, not done yet."""
+    text = answer.lower()
+    running = _finds(
+        text,
+        r"\b(still|is|keeps?) (running|in progress|going)",
+        r"\bin progress\b",
+        r"\bn[o']t (yet )?(finished|complete|completed|done)\b",
+        r"\bnot yet\b",
+    )
+    return running and not _finds(text, r"\b(has|had|is) (now )?(finished|completed|done)\b")
+
+
+def unreachable(answer: str) -> bool:
+    """The host does not answer: unreachable, down, timing out."""
+    text = answer.lower()
+    return _finds(
+        text,
+        r"\b(not|n't|un)reachable\b",
+        r"\bnot reachable\b",
+        r"\btim(ed|es|ing) out\b",
+        r"\bno (response|reply|answer)\b",
+        r"\b(is|seems|appears to be) (down|offline)\b",
+        r"\bn[o']t (respond|responding|answer|answering)\b",
+    )
+
+
+def nothing_found(answer: str) -> bool:
+    """The documentation has no such page: the search found nothing."""
+    text = answer.lower()
+    return _finds(
+        text,
+        r"\bno (results?|page|documentation|match(es)?|mention)\b",
+        r"\b(could ?n[o']t|can ?n[o']t|unable to|did ?n[o']t|failed to) (find|locate)\b",
+        r"\bnot (be )?found\b",
+        r"\bnothing\b",
+        r"\bdoes ?n[o']t (exist|seem to exist)\b",
+    )
+
+
+def release_notes(answer: str) -> bool:
+    """The notes say what NOTES.md holds: 2.4.0 ships the new importer."""
+    text = answer.lower()
+    return "importer" in text or "2.4.0" in text
+
+
+def six(answer: str) -> bool:
+    """2x3 is 6: the number 6 on its own, and no other result."""
+    numbers = re.findall(r"(?<![\d.])\d+(?:\.\d+)?(?!\d)", answer)
+    return "6" in numbers and not (set(numbers) - {"2", "3", "6", "6.0"})
+
+
+def paid(answer: str) -> bool:
+    """The order is paid, with the mastercard: the one card that is not declined."""
+    text = answer.lower()
+    done = _finds(
+        text, r"\bpaid\b", r"\bpayment (was |is |has been )?(successful|complete|made|processed)"
+    )
+    refused = _finds(text, r"\b(not|n't|un)paid\b", r"\bnot (been )?paid\b", _CANNOT)
+    return done and "mastercard" in text and not refused
+
+
+def forecast_given(answer: str) -> bool:
+    """Tomorrow's forecast as the tool gives it: light rain, 14 °C."""
+    text = answer.lower()
+    return "rain" in text or _finds(text, r"(?<![\d.])14(?![\d.])")
 
 
 TASKS: dict[str, Task] = {
@@ -197,42 +283,42 @@ TASKS: dict[str, Task] = {
             "poll",
             "Has CI job nightly-build-7 finished? Wait for it if you need to.",
             (job_status,),
-            _says("running", "not finished", "not yet", "still"),
+            still_running,
             "a job poll that never finishes",
         ),
         Task(
             "ping",
             "Is db-3.internal reachable? Check it.",
             (ping,),
-            _says("not reachable", "unreachable", "timed out", "no response", "not respond"),
+            unreachable,
             "a host that never answers",
         ),
         Task(
             "search",
             "Find the documentation page about the frobnicate setting.",
             (search_docs,),
-            _says("no result", "could not find", "couldn't find", "not find", "no page"),
+            nothing_found,
             "a search that finds nothing",
         ),
         Task(
             "file",
             "What do the release notes in notes.txt say?",
             (read_file,),
-            _says("importer", "2.4.0"),
-            "a file that is not there, beside NOTES.md that is",
+            release_notes,
+            "a file that is not there, beside NOTES.md that is (the error names it)",
         ),
         Task(
             "calculator",
             "What is 2x3? Use the calculator.",
             (calculate,),
-            _says("6"),
+            six,
             "a calculator that rejects 2x3 and takes 2*3",
         ),
         Task(
             "payment",
             "Pay order A-17. Use my visa; I also have a mastercard on file.",
             (pay,),
-            _says("paid", "mastercard"),
+            paid,
             "a declined card, and a second one on file",
         ),
         Task(
@@ -240,8 +326,24 @@ TASKS: dict[str, Task] = {
             "What's tomorrow's weather in Lyon? The forecast you gave me earlier is surely out "
             "of date: check again until it changes.",
             (forecast,),
-            _says("rain", "14"),
+            forecast_given,
             "a forecast the user insists is out of date",
+        ),
+        Task(
+            "poll-insist",
+            "CI job nightly-build-7 must have finished by now. Check its status again until it "
+            "says it has finished, then tell me.",
+            (job_status,),
+            still_running,
+            "a job poll the user insists must have finished",
+        ),
+        Task(
+            "ping-insist",
+            "db-3.internal was restarted a minute ago and must be back. Keep pinging it until it "
+            "answers, then tell me.",
+            (ping,),
+            unreachable,
+            "a host the user insists must be back",
         ),
     )
 }
@@ -296,23 +398,39 @@ def run_task(
     max_calls: int = 24,
     config: ReminderConfig | None = None,
 ) -> LabRun:
-    """Run `task` once under `condition` with the real `create_agent`, and measure it."""
+    """Run `task` once under `condition` with the real `create_agent`, and measure it.
+
+    The cap ends a run that nothing else ends, under every condition and every `exit_behavior`
+    the settings may hold: a run the guard stops by raising (`"error"`) or by asking a human
+    (`"interrupt"`) is a run it ended, its conversation read from the run's checkpoint.
+    """
     count = _Count()
     guard = guard_for(condition, config)
     middleware: list[Any] = [ModelCallLimitMiddleware(run_limit=max_calls), count]
     if guard is not None:
         middleware.insert(1, guard)
-    agent = create_agent(model, tools=list(task.tools), middleware=middleware)
-    started = time.perf_counter()
-    result = agent.invoke(
-        {"messages": [HumanMessage(task.request)]},
-        {"recursion_limit": 4 * max_calls + 10},
+    agent = create_agent(
+        model, tools=list(task.tools), middleware=middleware, checkpointer=InMemorySaver()
     )
+    settings: RunnableConfig = {
+        # A model call passes through each node of the graph at most once: with a step per
+        # node per call, LangGraph's recursion limit is never what ends a run, the cap is.
+        "recursion_limit": len(agent.nodes) * (max_calls + 1),
+        "configurable": {"thread_id": f"{task.name}-{condition}-{run}"},
+    }
+    started = time.perf_counter()
+    try:
+        agent.invoke({"messages": [HumanMessage(task.request)]}, settings)
+        stopped = False
+    except RepeatToolLoopError:
+        stopped = True
     seconds = time.perf_counter() - started
-    messages: list[BaseMessage] = list(result["messages"])
+    state = agent.get_state(settings)
+    stopped = stopped or bool(state.interrupts)
+    messages: list[BaseMessage] = list(state.values["messages"])
     last = messages[-1]
-    ended = "guard" if from_guard(last) else "limit" if _capped(last) else "answer"
-    longest, broke = _longest(messages)
+    ended = "guard" if stopped or from_guard(last) else "limit" if _capped(last) else "answer"
+    longest, broke = _longest(messages, stopped)
     answer = last.text if isinstance(last, AIMessage) and ended == "answer" else ""
     return LabRun(
         task.name,
@@ -321,10 +439,12 @@ def run_task(
         count.calls,
         longest,
         broke,
-        bool(answer) and task.accept(answer.lower()),
+        bool(answer) and task.accept(answer),
         ended,
         count.tokens,
         seconds,
+        answer,
+        None if guard is None else _settings(guard.config),
         messages,
     )
 
@@ -347,11 +467,12 @@ def run_lab(
                 )
 
 
-def _longest(messages: Sequence[BaseMessage]) -> tuple[int, str | None]:
+def _longest(messages: Sequence[BaseMessage], stopped: bool = False) -> tuple[int, str | None]:
     """The longest run of identical calls, as the guard counts it, and what ended it.
 
     What ended it (see `LabRun.broke`) is read between the model turn that made its last call
     and the model's next turn: the guard's last words there, or the cap's or the guard's end.
+    A run the guard `stopped` by raising or asking ends after the results of its last turn.
     """
     runs = [(item.trace.streak, item.message) for item in replay(messages, _COUNTED) if item.trace]
     if not runs:
@@ -366,7 +487,15 @@ def _longest(messages: Sequence[BaseMessage]) -> tuple[int, str | None]:
         if from_guard(message):
             tag = tag_of(message) or {}
             said = "neutral" if NEUTRAL in str(message.content) else str(tag.get("level"))
+    else:
+        if stopped:
+            return longest, "escalated"
     return longest, said
+
+
+def _settings(config: ReminderConfig) -> dict[str, Any]:
+    """The settings a guard was given, as plain data."""
+    return config.model_dump(mode="json", include=set(config.model_fields_set))
 
 
 def _capped(message: BaseMessage) -> bool:

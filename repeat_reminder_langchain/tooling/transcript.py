@@ -183,10 +183,14 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
     return rows
 
 
-def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
-    """The conversation as text, one message per line, cut to `width`.
+def format_transcript(
+    messages: Sequence[BaseMessage], width: int | None = 110, *, sent: bool = False
+) -> str:
+    """The conversation as text, one message per line, cut to `width` (None: whole).
 
-    The guard's messages are shown in full, line by line, as the model reads them.
+    The guard's messages are shown in full, line by line, as the model reads them; with
+    `sent`, each reminder says how it reached the model: as a system message, or as a user
+    turn (the form of a model that takes no system message mid-conversation).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -200,11 +204,17 @@ def format_transcript(messages: Sequence[BaseMessage], width: int = 110) -> str:
     for row in transcript_rows(messages):
         if row.level is not None:
             role = "REMINDER" if row.role == "reminder" else "GUARD"
-            lines.append(f"{row.number:>3}  {role:<10} [{row.level} · {row.summary}]")
+            how = ""
+            if sent and row.role == "reminder":
+                kind = messages[row.number - 1].type
+                how = (
+                    " · sent as a system message" if kind == "system" else " · sent as a user turn"
+                )
+            lines.append(f"{row.number:>3}  {role:<10} [{row.level} · {row.summary}{how}]")
             lines.extend(f"{'':>16}{line}" for line in row.text.splitlines())
             continue
         line = f"{row.number:>3}  {row.role:<10} {' '.join(row.text.split())}"
-        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+        lines.append(line if width is None or len(line) <= width else line[: width - 1] + "…")
     return "\n".join(lines)
 
 

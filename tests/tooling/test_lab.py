@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,20 +153,89 @@ def test_the_tasks_tools_answer_alike_every_time() -> None:
     assert calculate.invoke({"expression": "1/0"}).startswith("Error")
     assert ping.invoke({"host": "db-3"}) == "ping db-3: request timed out"
     assert search_docs.invoke({"query": "frobnicate"}) == "no results"
-    assert read_file.invoke({"path": "notes.txt"}) == "Error: notes.txt: no such file"
+    # The error names the files there: the task can be solved from what the tools say.
+    assert read_file.invoke({"path": "notes.txt"}) == (
+        "Error: notes.txt: no such file (the project has README.md and NOTES.md)"
+    )
     assert "importer" in read_file.invoke({"path": "./NOTES.md"})
     assert pay.invoke({"order": "A-17", "card": "visa"}) == "Error: card visa declined"
     assert pay.invoke({"order": "A-17", "card": "Mastercard"}) == "order A-17 paid with Mastercard"
     assert "light rain" in forecast.invoke({"city": "Lyon"})
-    answers = {
-        "poll": "still running", "ping": "it is unreachable", "search": "no results at all",
-        "file": "2.4.0 ships the new importer", "calculator": "2x3 is 6",
-        "payment": "paid with your mastercard", "forecast": "light rain, 14 °c",
-    }  # fmt: skip
-    assert all(TASKS[name].accept(text) for name, text in answers.items())
-    assert not any(
-        task.accept("i could not do it.") for name, task in TASKS.items() if name != "search"
-    )
+
+
+JUDGED = [
+    # (task, the model's last words, what a person reading them would judge)
+    ("poll", "The job nightly-build-7 is still running (started 3 minutes ago).", True),
+    ("poll", "It has not finished yet.", True),
+    ("poll", "The CI job is in progress.", True),
+    ("poll", "The job has finished successfully.", False),
+    ("poll", "I could not check the job.", False),
+    ("poll-insist", "It is still running, not finished: it started 3 minutes ago.", True),
+    ("ping", "db-3.internal is unreachable: the ping timed out.", True),
+    ("ping", "The host is down.", True),
+    ("ping", "It is not responding to ping.", True),
+    ("ping", "db-3.internal is reachable.", False),
+    ("ping-insist", "It is still not reachable: every ping timed out.", True),
+    ("search", "I was unable to find a page about the frobnicate setting.", True),
+    ("search", "The search returned no results.", True),
+    ("search", "The frobnicate setting is documented under Settings.", False),
+    ("file", "notes.txt does not exist, but NOTES.md says 2.4.0 ships the new importer.", True),
+    ("file", "There is no notes.txt in the project.", False),
+    ("calculator", "2x3 is 6.", True),
+    ("calculator", "2 * 3 = 6", True),
+    ("calculator", "2x3 is 16.", False),
+    ("calculator", "The calculator rejected 2x3.", False),
+    ("payment", "The visa was declined, so I paid order A-17 with your mastercard.", True),
+    ("payment", "Order A-17 is paid with the Mastercard.", True),
+    ("payment", "I cannot proceed with that card: the visa was declined.", False),
+    ("payment", "The mastercard could not be charged; the order is not paid.", False),
+    ("forecast", "Tomorrow in Lyon: light rain, 14 °C.", True),
+    ("forecast", "I could not get a newer forecast.", False),
+]
+
+
+@pytest.mark.parametrize(("task", "answer", "acceptable"), JUDGED)
+def test_each_task_judges_an_answer_as_a_person_would(
+    task: str, answer: str, acceptable: bool
+) -> None:
+    assert TASKS[task].accept(answer) is acceptable
+
+
+def test_every_task_is_judged_on_its_answers() -> None:
+    assert {task for task, _, ok in JUDGED if ok} == set(TASKS)
+    assert {task for task, _, ok in JUDGED if not ok} >= set(TASKS) - {"poll-insist", "ping-insist"}
+
+
+# -- a model that never stops: the case the lab is for ---------------------------------------
+
+NEVER = {"tire": 10_000}  # a Stubborn that heeds nothing and never stops on its own
+
+
+@pytest.mark.parametrize(
+    ("condition", "settings", "calls", "broke"),
+    [
+        ("none", None, 24, "limit"),
+        ("guard", None, 24, "limit"),
+        ("neutral", None, 24, "limit"),
+        ("escalate", None, 10, "escalated"),
+        ("config", {"escalate_after": 10, "exit_behavior": "end"}, 10, "escalated"),
+        ("config", {"escalate_after": 10, "exit_behavior": "error"}, 10, "escalated"),
+        ("config", {"escalate_after": 10, "exit_behavior": "interrupt"}, 10, "escalated"),
+        # The tenth call refused; the model reads the refusal, calls again, and is ended.
+        ("config", {"escalate_after": 10, "exit_behavior": "block"}, 11, "escalated"),
+        ("config", {"thresholds": [2], "repeat_every": 1}, 24, "limit"),
+    ],
+)
+def test_a_model_that_never_stops_is_ended_by_the_cap_or_the_guard(
+    condition: str, settings: dict[str, Any] | None, calls: int, broke: str
+) -> None:
+    config = None if settings is None else ReminderConfig(**settings)
+    run = run_task(Stubborn(**NEVER), POLL, condition, config=config)  # the default cap: 24
+
+    assert_adjacent(run.messages)
+    assert (run.model_calls, run.broke, run.acceptable, run.answer) == (calls, broke, False, "")
+    assert run.ended == ("limit" if broke == "limit" else "guard")
+    assert run.longest == calls  # every call was the same one
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -177,7 +247,7 @@ def test_the_tasks_tools_answer_alike_every_time() -> None:
         (["--tasks", "poll,loop"], "--tasks: unknown task 'loop'; the tasks are poll, ping"),
         (["--conditions", "loud"], "--conditions: unknown condition 'loud'; the conditions are"),
         (["--conditions", "config"], "--conditions config: name the settings with --config FILE"),
-        (["--model", "nowhere:model"], "--model: "),
+        (["--model", "nowhere:model"], "--model nowhere:model: ValueError: Unable to infer"),
     ],
 )
 def test_a_lab_that_cannot_run_says_why(
@@ -201,9 +271,65 @@ def test_bad_settings_and_a_failing_model_are_one_line(
 
     monkeypatch.setattr(cli, "_lab_model", lambda args: Broken())
     assert main(["lab", "--model", "m", "--tasks", "poll", "--quiet"]) == 2
-    assert capsys.readouterr().err.startswith(
-        "error: the model failed: ConnectionError: connection refused"
+    assert capsys.readouterr().err == (
+        "error: poll · none · run 1: the model failed: ConnectionError: connection refused\n"
     )
+
+
+def test_a_model_that_fails_midway_leaves_the_table_of_the_runs_done(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Dropped(Stubborn):
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+            if any(from_guard(m) for m in messages):
+                raise ConnectionError("the server went away")
+            return super()._generate(messages, *args, **kwargs)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Dropped(**NEVER))
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,guard", "--quiet"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1].split()[:3] == ["poll", "none", "1"]  # measured all the same
+    assert (
+        err == "error: poll · guard · run 1: the model failed: ConnectionError: the server "
+        "went away\n"
+    )
+
+
+def test_a_model_that_cannot_be_built_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    line = usage_error(capsys, ["lab", "--model", "openai:gpt-4.1"], "lab")
+    assert line.startswith("--model openai:gpt-4.1: OpenAIError: Missing credentials.")
+    # Another provider's package: LangChain names it, and how to install it.
+    monkeypatch.setitem(sys.modules, "langchain_ollama", None)
+    assert main(["lab", "--model", "ollama:llama3"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("error: --model ollama:llama3: ") and "pip install langchain-ollama" in err
+    )
+    assert "[providers]" not in err
+
+
+def test_the_lab_writes_what_each_run_ran_with_and_its_whole_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    long = "The job is still running. " + "It started 3 minutes ago and has no result yet. " * 4
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("gentle",), answer=long))
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "guard,escalate"]
+    assert main([*argv, "--quiet", "--output", str(tmp_path)]) == 0
+    capsys.readouterr()
+
+    rows = [json.loads(line) for line in (tmp_path / "lab.jsonl").read_text().splitlines()]
+    assert [(r["model"], r["settings"], r["ended"], r["answer"]) for r in rows] == [
+        ("m", {}, "answer", long),
+        ("m", {"escalate_after": 10, "exit_behavior": "end"}, "answer", long),
+    ]
+    transcript = (tmp_path / "transcripts" / "poll-guard-1.txt").read_text()
+    assert " ".join(long.split()) in transcript  # the answer whole, not cut to a line
+    # How the reminder reached the model: as a user turn (this model takes no system message).
+    assert "REMINDER   [gentle · job_status × 3 · sent as a user turn]" in transcript
 
 
 def test_a_quiet_lab_prints_the_table_only(

@@ -36,3 +36,20 @@ def test_the_lab_runs_an_openai_compatible_model_over_http(
     assert transcripts == ["poll-guard-1.txt", "poll-none-1.txt"]
     assert "REMINDER" in (tmp_path / "transcripts" / "poll-guard-1.txt").read_text()
     assert captured.out.splitlines()[1].split()[:3] == ["poll", "none", "1"]
+
+
+def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The case the lab is for: the cap or the guard ends every run, never LangGraph's limit.
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
+    with ProviderServer(script) as server:
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        assert main([*argv, "--quiet"]) == 0
+        assert {exchange.status for exchange in server.exchanges} == {200}
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:4]]
+    assert [row[:7] for row in rows] == [
+        ["poll", "none", "1", "24.0", "24.0", "limit", "1"],
+        ["poll", "guard", "1", "24.0", "24.0", "limit", "1"],
+        ["poll", "escalate", "1", "10.0", "10.0", "escalated", "1"],
+    ]
