@@ -96,6 +96,8 @@ class Record(TypedDict, total=False):
             name, as it writes it (`repeat` keeps none: its count is the run above).
         system: Whether reminders were stored as system messages that a model may have to be
             sent as user turns (kept by the middleware).
+        finishing: The detector whose loop the model was asked to end with its answer, its
+            tools withheld (`exit_behavior="finish"`), until the user speaks again.
     """
 
     turn: str
@@ -106,6 +108,7 @@ class Record(TypedDict, total=False):
     reminded: bool
     detectors: dict[str, dict[str, Any]]
     system: bool
+    finishing: str
 
 
 class RecordError(ValueError):
@@ -352,7 +355,7 @@ class LoopCounter:
         if turn.spoke_before:
             record = self.reset(record)
             reminded = False
-        return self._calls(
+        found = self._calls(
             record,
             turn,
             policies,
@@ -361,6 +364,13 @@ class LoopCounter:
             reaches_model=reaches_model,
             observe=observe,
         )
+        asked = record.get("finishing")
+        if asked and found.escalation is None and turn.calls and not turn.spoke_after:
+            # Asked for its answer, its tools withheld, the model called a tool all the same
+            # (a provider that ignored that, or a face that cannot withhold them): it ends.
+            stopped = self._called_anyway(turn.calls[0], asked, found.record["count"])  # type: ignore[index]
+            return found._replace(reminders=(), escalation=stopped)
+        return found
 
     def _calls(
         self,
@@ -564,6 +574,20 @@ class LoopCounter:
                 limit,
             )
         return None
+
+    def _called_anyway(self, call: Call, detector: str, count: int) -> Escalation:
+        """The end of a run whose model called a tool after it was asked for its answer."""
+        arguments = canonicalize(call.args)
+        return Escalation(
+            call.tool,
+            count,
+            detector,  # type: ignore[arg-type]
+            self._cut(arguments),
+            "end",
+            digest(arguments),
+            0,
+            self._limit or 0,
+        )
 
 
 def _keep(minds: _Minds, record: Record) -> None:

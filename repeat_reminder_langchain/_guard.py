@@ -29,7 +29,7 @@ from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, re
 from .config import ReminderConfig
 from .escalation import RepeatToolLoopError, interrupt_request, read_answer
 from .events import Delivery, Report
-from .messages import escalation_message, reminder_message, stored_as_user_turns
+from .messages import escalation_message, finish_message, reminder_message, stored_as_user_turns
 from .metrics import metrics_for
 from .policy import ToolPolicies
 from .reminder import LOGGER_NAME, Escalation, Words, warn
@@ -258,7 +258,9 @@ class Guard:
 
         With `exit_behavior="error"` the step stops the run with `RepeatToolLoopError`; with
         `"interrupt"`, the first time, with LangGraph's `GraphInterrupt` (the run pauses for a
-        human); when their answer resumes the run, the step carries out what they chose.
+        human); when their answer resumes the run, the step carries out what they chose. With
+        `"finish"` it asks the model for its answer, and the record says so until the user
+        speaks again.
         """
         record: Record = found.record or {}
         escalation = found.escalation
@@ -276,6 +278,11 @@ class Guard:
         elif escalation.behavior == "interrupt":
             record, messages, end, stop = self._ask(record, escalation)
             answered = stop is None  # its loop was reported when the human was asked
+        elif escalation.behavior == "finish":
+            # The model's next call is its last: its tools withheld where the face owns the
+            # call (the middleware), and a model that calls all the same is ended.
+            messages = [finish_message(escalation, kind, self.words)]
+            record = {**record, "finishing": escalation.detector}
         else:
             messages, end = [escalation_message(escalation, self.words)], True
         update: dict[str, Any] = {}

@@ -155,15 +155,18 @@ class ReminderConfig(BaseModel):
             user-role message but the guard's own and summaries is the user.
         escalate_after: None (the default: advise only), or a count greater than every
             threshold of the detectors in use, at which the guard stops the loop instead of
-            reminding, as `exit_behavior` says. `"end"`, `"error"` and `"interrupt"` let
-            that many identical calls run (a turn's whole batch runs, and is the count
-            said); `"block"` lets one fewer run, since the call that would reach the limit
-            is the one refused (a refused call counts).
-        exit_behavior: How the guard stops a loop: `"end"` the run with a final message,
-            raise `RepeatToolLoopError` (`"error"`), `interrupt()` for a human
-            (`"interrupt"`), or, with the middleware only, `"block"` the repeated call: it
-            gets an error result and the model decides; a model that reads the refusal and
-            sends the same call again in a later turn is ended as `"end"` ends a run.
+            reminding, as `exit_behavior` says. `"end"`, `"finish"`, `"error"` and
+            `"interrupt"` let that many identical calls run (a turn's whole batch runs, and
+            is the count said); `"block"` lets one fewer run, since the call that would reach
+            the limit is the one refused (a refused call counts).
+        exit_behavior: How the guard stops a loop: `"end"` the run with a final message;
+            `"finish"`: ask the model for its answer with what it has, in one more call
+            without its tools (the middleware withholds them; a model that calls a tool all
+            the same is ended as `"end"` ends a run); raise `RepeatToolLoopError` (`"error"`);
+            `interrupt()` for a human (`"interrupt"`); or, with the middleware only, `"block"`
+            the repeated call: it gets an error result and the model decides; a model that
+            reads the refusal and sends the same call again in a later turn is ended as
+            `"end"` ends a run.
         words: Reminder words of your own, by detector (or `"*"` for every one) and level
             (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
             ended): a format string naming only the reminder's fields (`reminder.WORD_FIELDS`)

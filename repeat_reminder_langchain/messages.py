@@ -24,6 +24,7 @@ __all__ = [
     "as_user_turn",
     "blocked_result",
     "escalation_message",
+    "finish_message",
     "keeps_system_messages",
     "prepare_messages",
     "reminder_message",
@@ -65,6 +66,22 @@ def escalation_message(escalation: Escalation, words: Words | None = None) -> AI
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     text = escalation.text if words is None else words.say(escalation)
     return AIMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
+
+
+def finish_message(
+    escalation: Escalation,
+    message_type: Literal["system", "human"] = "system",
+    words: Words | None = None,
+) -> SystemMessage | HumanMessage:
+    """The guard's last words to a looping model (`exit_behavior="finish"`): answer now.
+
+    Sent as a reminder is, and tagged as the escalation it is (`level: "escalated"`).
+    """
+    text = escalation.text if words is None else words.say(escalation)
+    tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
+    if message_type == "human":
+        return HumanMessage(wrap(text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
+    return SystemMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
 
 
 def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:

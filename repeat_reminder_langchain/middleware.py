@@ -235,7 +235,10 @@ class RepeatToolReminderMiddleware(
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
     ) -> ModelResponse[ResponseT]:
-        """Learn the model and the tools; send stored system reminders as it takes them."""
+        """Learn the model and the tools; send stored system reminders as it takes them.
+
+        After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
+        """
         return handler(self._prepare(request))
 
     @override
@@ -244,7 +247,10 @@ class RepeatToolReminderMiddleware(
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
     ) -> ModelResponse[ResponseT]:
-        """Learn the model and the tools; send stored system reminders as it takes them."""
+        """Learn the model and the tools; send stored system reminders as it takes them.
+
+        After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
+        """
         return await handler(self._prepare(request))
 
     @override
@@ -330,7 +336,11 @@ class RepeatToolReminderMiddleware(
                     self.tool_policies.learn(
                         getattr(tool, "name", None), getattr(tool, "metadata", None)
                     )
-            if self._keeps_system or not self._stored_system(request.state):
+            entry = self._entry(request.state)
+            if entry.get("finishing"):
+                # Asked for its answer: the model's last call, with no tool to call.
+                request = request.override(tools=[], tool_choice=None)
+            if self._keeps_system or entry.get("system") is not True:
                 return request  # most calls: nothing stored to convert
             messages = prepare_messages(request.messages, request.model)
             return request.override(messages=cast("list[AnyMessage]", messages))
@@ -338,12 +348,12 @@ class RepeatToolReminderMiddleware(
             logger.exception("repeat reminder rendering failed; messages sent as stored")
             return request
 
-    def _stored_system(self, state: Any) -> bool:
-        # The flag alone, read as it is: a record that is not valid is found, and logged,
-        # when the next turn is counted.
+    def _entry(self, state: Any) -> Mapping[str, Any]:
+        # The record's flags alone, read as they are: a record that is not valid is found,
+        # and logged, when the next turn is counted.
         field = state.get(SOURCE)
         entry = field.get(self._name) if type(field) is dict else None
-        return type(entry) is dict and entry.get("system") is True
+        return entry if type(entry) is dict else {}
 
     # -- tool calls -----------------------------------------------------------------------
 

@@ -104,7 +104,7 @@ def _outside(frame: FrameType | None) -> int:
 
 Level = Literal["gentle", "detailed"]
 Detector = Literal["repeat", "stale", "same_error", "recurring_error", "cycle", "same_output"]
-ExitBehavior = Literal["end", "error", "interrupt", "block"]
+ExitBehavior = Literal["end", "finish", "error", "interrupt", "block"]
 
 DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
 """Every detector, in the order they take precedence when several fire on one call."""
@@ -112,6 +112,11 @@ DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
 _ESCALATION = (
     "Stopped: the agent was looping on `{tool}` ({what} {count} times). The run ended here "
     "instead of repeating the call again; the conversation is complete up to this point."
+)
+_FINISH = (
+    "You have been looping on `{tool}` ({what} {count} times), and another call will not tell "
+    "you anything new. Your tools are withheld for this turn: answer the user now with what "
+    "you have found, and say plainly what is still unknown."
 )
 
 
@@ -229,7 +234,8 @@ class Escalation:
         detector: Which detector reached the limit.
         arguments: The call's canonical arguments, cut to the preview cap.
         behavior: What the guard does: the configured `exit_behavior`, but `"end"` for a
-            model that sends a call again after reading its refusal (`"block"`).
+            model that sends a call again after reading its refusal (`"block"`) or after it
+            was asked for its answer (`"finish"`).
         digest: A fingerprint of the full canonical arguments.
         position: The call's position among the calls of its model turn.
         limit: The `escalate_after` it reached.
@@ -251,17 +257,22 @@ class Escalation:
 
     @property
     def text(self) -> str:
-        """The final words of a run the guard ended (the guard's own)."""
+        """The final words (the guard's own): of a run it ended, or asking for the answer."""
         return self.say()
 
     def say(self, words: WordsOf | None = None) -> str:
-        """The final words of a run the guard ended: the user's for this detector, or its own.
+        """The final words: the user's for this detector, or its own.
+
+        They end a run the guard ended, or, with `"finish"`, ask the model for its answer.
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
         (a guard says its own words in their place: `Words`).
         """
         entry = _entry(words, self.detector, "final")
-        own = _ESCALATION if entry is None else entry[1]
+        if entry is None:
+            own: str | Callable[[Any], str] = _FINISH if self.behavior == "finish" else _ESCALATION
+        else:
+            own = entry[1]
         if callable(own):
             return _text(own(self))
         return _text(
@@ -417,9 +428,10 @@ def tag_of(message: object) -> Mapping[str, object] | None:
 def from_guard(message: object) -> bool:
     """Whether the guard wrote `message`: a reminder, or what it wrote when it stopped a loop.
 
-    Beside the reminders (`is_reminder`), that is the final `AIMessage` of a run it ended
-    (`exit_behavior="end"`), which is not the model's answer, and the error result of a call it
-    refused (`"block"`). A program that reads a finished conversation for the model's last
+    Beside the reminders (`is_reminder`, the request for the model's answer of
+    `exit_behavior="finish"` among them), that is the final `AIMessage` of a run it ended
+    (`"end"`), which is not the model's answer, and the error result of a call it refused
+    (`"block"`). A program that reads a finished conversation for the model's last
     word skips these.
 
     Example:

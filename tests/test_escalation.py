@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
+from pydantic import Field
 
 from repeat_reminder_langchain import (
     ConfigError,
@@ -28,6 +30,7 @@ from repeat_reminder_langchain import (
 )
 from repeat_reminder_langchain.canonical import digest
 from repeat_reminder_langchain.escalation import interrupt_request
+from repeat_reminder_langchain.reminder import tag_of
 
 from .conftest import Guarded, build
 from .helpers import (
@@ -191,6 +194,110 @@ def test_the_count_said_is_that_of_the_loop_not_of_calls_after_it() -> None:
 
     assert tag is not None
     assert tag["count"] == 4
+
+
+# -- finish -----------------------------------------------------------------------------------
+
+
+class Finisher(LoopModel):
+    """Loops on `probe` while it has tools; answers once the guard asks it to (or has none).
+
+    `deaf`: it calls `probe` all the same, as a provider that ignores a request without
+    tools would. Records the tools each call was given (None: none).
+    """
+
+    deaf: bool = False
+    given: list[Any] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self.bind(tools=[getattr(t, "name", t) for t in tools])
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> ChatResult:
+        self.given.append(kwargs.get("tools"))
+        asked = from_guard(messages[-1]) and (tag_of(messages[-1]) or {})["level"] == "escalated"
+        if asked and not self.deaf:
+            reply = AIMessage("probe keeps saying the same: here is what I have.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+        return super()._generate(messages, *args, **kwargs)
+
+
+FINISH: dict[str, Any] = {"thresholds": [3], "escalate_after": 4, "exit_behavior": "finish"}
+
+
+def test_finish_asks_for_the_answer_and_the_answer_ends_the_run(guarded: Make) -> None:
+    agent = guarded(Finisher(), **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    assert tool_calls(messages) == 4
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
+    assert not from_guard(messages[-1])  # the model's own answer ends the run
+    asked = messages[-2]
+    assert is_reminder(asked) and (tag_of(asked) or {})["level"] == "escalated"
+    assert "Your tools are withheld for this turn" in str(asked.content)
+    assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
+
+
+def test_finish_withholds_the_tools_from_the_models_last_call() -> None:
+    model = Finisher()
+    agent = build("middleware", model, **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    assert model.given == [["probe", "other"]] * 4 + [None]  # the last call: no tools at all
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
+
+
+def test_finish_ends_a_model_that_calls_a_tool_all_the_same(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        agent = guarded(Finisher(deaf=True), **FINISH)
+        messages = agent.invoke(ask("loop 50"))
+
+    assert tool_calls(messages) == 5  # the call after the request ran: every call answered
+    assert isinstance(messages[-2], ToolMessage)
+    tag = ended(messages)
+    assert tag is not None and (tag["count"], tag["level"]) == (5, "escalated")
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "repeat tool loop stopped (finish)",
+        "repeat tool loop stopped (end)",
+    ]
+
+
+def test_finish_holds_across_a_resume_in_a_new_process(thread: str) -> None:
+    # Each step of the run in a new process: the request for the answer, and the tools
+    # withheld, come from the checkpoint.
+    saver, given = InMemorySaver(), []
+    config: Any = {"configurable": {"thread_id": thread}}
+    inputs: Any = ask("loop 50")
+    while True:
+        model = Finisher()
+        agent = build("middleware", model, checkpointer=saver, **FINISH)
+        agent.graph.invoke(inputs, config, interrupt_before=["tools", "model"])
+        given += model.given
+        inputs = None
+        if not agent.graph.get_state(config).next:
+            break
+    messages = agent.graph.get_state(config).values["messages"]
+
+    assert_adjacent(messages)
+    assert given == [["probe", "other"]] * 4 + [None]
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
+
+
+def test_after_a_finish_the_users_next_message_gives_the_tools_back(thread: str) -> None:
+    model = Finisher()
+    agent = build("middleware", model, checkpointer=InMemorySaver(), **FINISH)
+    agent.invoke(ask("loop 50"), thread)
+    messages = agent.invoke(ask("try once more; loop 2"), thread)
+
+    assert model.given[5:] == [["probe", "other"]] * 3
+    assert messages[-1].content == "done after 2 calls"
+
+
+def test_finish_words_are_the_users_final_words(guarded: Make) -> None:
+    agent = guarded(Finisher(), words={"*": {"final": "Answer now ({count} {tool})."}}, **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+    assert "Answer now (4 probe)." in str(messages[-2].content)
 
 
 # -- error ------------------------------------------------------------------------------------

@@ -266,7 +266,7 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
         metavar="N",
         help="stop the loop at this count, as --exit-behavior says",
     )
-    add("--exit-behavior", choices=["end", "error", "interrupt", "block"],
+    add("--exit-behavior", choices=["end", "finish", "error", "interrupt", "block"],
         help="how the guard stops a loop (default end); needs --escalate-after"
         + ("" if audit else "; block needs the middleware, so the demo refuses it"))  # fmt: skip
     if not audit:
@@ -458,8 +458,8 @@ def _fails(result: Any, fail_on: str | int | None) -> str | None:
 _LAB_HELP = """\
 Runs small tasks built to make a model loop (--tasks, default all: poll, ping, search, file,
 calculator, payment, forecast, poll-insist, ping-insist) with the real create_agent on a model
-of yours, under each
-condition (--conditions): none (no guard), guard (the defaults), escalate (stop at 10),
+of yours, under each condition (--conditions): none (no guard), guard (the defaults),
+escalate (stop at 10), finish (at 10, one more call without tools for the model's answer),
 neutral (a note that says nothing of the loop, at the same points), config (your --config
 settings, e.g. your own words). Each run is capped at --max-calls model calls.
 
@@ -495,7 +495,7 @@ def _lab_options(commands: Any) -> None:
         type=_names,
         default=["none", "guard", "escalate"],
         metavar="CONDITION,...",
-        help="none, guard, escalate, neutral, config (default none,guard,escalate)",
+        help="none, guard, escalate, finish, neutral, config (default none,guard,escalate)",
     )
     add("--runs", type=_count(1), default=1, metavar="N", help="runs of each (default 1)")
     add("--temperature", type=float, metavar="T", help="the model's temperature")

@@ -10,6 +10,8 @@ LangChain chat model, under the conditions the user picks:
 * `none`: no guard;
 * `guard`: the guard's defaults;
 * `escalate`: the guard, stopping a loop at 10 (`escalate_after=10`, `exit_behavior="end"`);
+* `finish`: the guard, asking the model at 10 for its answer, its tools withheld
+  (`escalate_after=10`, `exit_behavior="finish"`);
 * `neutral`: a note that says nothing of the loop at the same points ("The tool result above has
   been logged."), to tell the reminder's words from the mere interruption;
 * `config`: the user's own settings (`config=`, e.g. their own `words`).
@@ -57,7 +59,7 @@ __all__ = [
 NEUTRAL = "The tool result above has been logged."
 """The `neutral` condition's note: said where a reminder would be, saying nothing of a loop."""
 
-CONDITIONS = ("none", "guard", "escalate", "neutral", "config")
+CONDITIONS = ("none", "guard", "escalate", "finish", "neutral", "config")
 """The conditions a task can run under (`config` needs the user's settings)."""
 
 
@@ -380,6 +382,8 @@ def guard_for(
         return RepeatToolReminderMiddleware()
     if condition == "escalate":
         return RepeatToolReminderMiddleware(escalate_after=10, exit_behavior="end")
+    if condition == "finish":
+        return RepeatToolReminderMiddleware(escalate_after=10, exit_behavior="finish")
     if condition == "neutral":
         return RepeatToolReminderMiddleware(words={"*": {"gentle": NEUTRAL, "detailed": NEUTRAL}})
     if condition == "config":

@@ -66,33 +66,21 @@ def test_an_unregistered_detector_is_a_config_error() -> None:
         RepeatToolReminderMiddleware(detect=["same_tool"])
 
 
-class SameFailingTool(Part):
+class SameFailingTool(SameTool):
     """The same tool failing again and again: its results match `error_pattern`."""
 
     name = "same_failing_tool"
-    thresholds = "stale_thresholds"
-    remembers = True
-    words = SameTool.words
+    needs_result = True  # a failure is read from the result
 
     def __init__(self, config: Settings) -> None:
         # What a detector needs of the configuration it compiles once, when the guard is built.
         self.pattern = re.compile(config.error_pattern or "(?!)")
 
     @override
-    def start(self, kept: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(kept)
-
-    @override
     def see(self, memory: dict[str, Any], seen: Seen) -> int | None:
         if not self.pattern.search(seen.text):
             return None  # no failure: nothing to count
-        same = memory.get("tool") == seen.tool
-        memory["tool"], memory["times"] = seen.tool, memory.get("times", 0) + 1 if same else 1
-        return int(memory["times"])
-
-    @override
-    def keep(self, memory: dict[str, Any]) -> dict[str, Any]:
-        return memory
+        return super().see(memory, seen)
 
 
 def test_a_registered_detector_is_built_from_the_guards_configuration(

@@ -100,6 +100,18 @@ def test_escalation_ends_a_loop_no_reminder_breaks() -> None:
     assert not run.acceptable  # the guard's last words are not the model's answer
 
 
+def test_finish_gets_an_answer_where_escalation_gets_none() -> None:
+    # A model that answers once it is asked to, its loop at 10: `finish` ends the run with its
+    # answer, where `escalate` ends it with the guard's words.
+    finished = run_task(Stubborn(heeds=("escalated",)), POLL, "finish")
+    stopped = run_task(Stubborn(heeds=("escalated",)), POLL, "escalate")
+
+    assert_adjacent(finished.messages)
+    assert (finished.model_calls, finished.broke, finished.ended) == (11, "escalated", "answer")
+    assert finished.acceptable and finished.answer == "The job is still running."
+    assert (stopped.model_calls, stopped.ended, stopped.acceptable) == (10, "guard", False)
+
+
 def test_the_neutral_note_is_said_where_a_reminder_would_be() -> None:
     run = run_task(Stubborn(heeds=("neutral",)), POLL, "neutral")
 
@@ -218,6 +230,7 @@ NEVER = {"tire": 10_000}  # a Stubborn that heeds nothing and never stops on its
         ("guard", None, 24, "limit"),
         ("neutral", None, 24, "limit"),
         ("escalate", None, 10, "escalated"),
+        ("finish", None, 11, "escalated"),  # asked for its answer, it called again: ended
         ("config", {"escalate_after": 10, "exit_behavior": "end"}, 10, "escalated"),
         ("config", {"escalate_after": 10, "exit_behavior": "error"}, 10, "escalated"),
         ("config", {"escalate_after": 10, "exit_behavior": "interrupt"}, 10, "escalated"),
