@@ -43,7 +43,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain.messages import reminder_message
+from repeat_reminder_langchain._messages import reminder_message
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
 from .floor import FloorMiddleware

@@ -25,8 +25,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 from repeat_reminder_langchain._counter import Count
-from repeat_reminder_langchain.metrics import metrics_for
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._metrics import metrics_for
+from repeat_reminder_langchain._stats import Stats
 
 from .hooks import SHORT, TURNS, _median, _record, _spread
 from .measure import Row, interleaved

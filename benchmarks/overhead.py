@@ -18,7 +18,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain.middleware import RepeatToolReminderMiddlewareState
+from repeat_reminder_langchain._middleware import RepeatToolReminderMiddlewareState
 
 from .fixtures import (
     RECURSION_LIMIT,

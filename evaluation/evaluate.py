@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repeat_reminder_langchain.detectors import PARTS
-from repeat_reminder_langchain.reminder import DETECTORS, Detector
+from repeat_reminder_langchain._detectors import PARTS
+from repeat_reminder_langchain._reminder import DETECTORS, Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 
 from .reruns import Rerun, reruns

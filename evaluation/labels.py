@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
-from repeat_reminder_langchain.detectors import PARTS
-from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain._detectors import PARTS
+from repeat_reminder_langchain._reminder import Detector
 from repeat_reminder_langchain.tooling.logs import Conversation
 from repeat_reminder_langchain.tooling.suggest import Suggester
 

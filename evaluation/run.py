@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain._reminder import Detector
 from repeat_reminder_langchain.replay import Replayed, replay
 from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repeat_reminder_langchain import canonicalize
-from repeat_reminder_langchain.canonical import result_text
+from repeat_reminder_langchain._canonical import result_text
 from repeat_reminder_langchain.replay import Replayed
 
 from .run import ERROR_PATTERN

@@ -13,18 +13,18 @@ import importlib
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from .canonical import canonicalize
-from .config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
-from .escalation import RepeatToolLoopError
-from .reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard, is_reminder
+from ._canonical import canonicalize
+from ._config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
+from ._escalation import RepeatToolLoopError
+from ._reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard
 
 if TYPE_CHECKING:
-    from .callbacks import RepeatToolReminderCallbackHandler
-    from .graph import RepeatToolReminderNode, RepeatToolReminderState
-    from .messages import prepare_messages
-    from .middleware import RepeatToolReminderMiddleware
-    from .prebuilt import RepeatToolReminderAgentState
-    from .stats import Stats, StatsSnapshot
+    from ._callbacks import RepeatToolReminderCallbackHandler
+    from ._graph import RepeatToolReminderNode, RepeatToolReminderState
+    from ._messages import prepare_messages
+    from ._middleware import RepeatToolReminderMiddleware
+    from ._prebuilt import RepeatToolReminderAgentState
+    from ._stats import Stats, StatsSnapshot
 
 try:
     __version__ = version("repeat-reminder-langchain")
@@ -32,14 +32,14 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree no
     __version__ = "0.0.0"
 
 _LAZY = {
-    "RepeatToolReminderAgentState": "prebuilt",
-    "RepeatToolReminderCallbackHandler": "callbacks",
-    "RepeatToolReminderMiddleware": "middleware",
-    "RepeatToolReminderNode": "graph",
-    "RepeatToolReminderState": "graph",
-    "Stats": "stats",
-    "StatsSnapshot": "stats",
-    "prepare_messages": "messages",
+    "RepeatToolReminderAgentState": "_prebuilt",
+    "RepeatToolReminderCallbackHandler": "_callbacks",
+    "RepeatToolReminderMiddleware": "_middleware",
+    "RepeatToolReminderNode": "_graph",
+    "RepeatToolReminderState": "_graph",
+    "Stats": "_stats",
+    "StatsSnapshot": "_stats",
+    "prepare_messages": "_messages",
 }
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "__version__",
     "canonicalize",
     "from_guard",
-    "is_reminder",
     "prepare_messages",
 ]
 

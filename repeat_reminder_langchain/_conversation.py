@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ._counter import NOTHING, Call, Turn
-from .reminder import tag_of
+from ._reminder import tag_of
 
 __all__ = ["is_user_message", "read_messages", "read_state", "read_turn"]
 

@@ -1,7 +1,7 @@
 """Counting: one agent's record, advanced one model turn at a time. Nothing here knows LangChain.
 
 A `ReminderConfig` is compiled once into a `LoopCounter`: each tool's rules are resolved the first
-time the tool is seen, and each detector in use (`repeat_reminder_langchain.detectors`) is
+time the tool is seen, and each detector in use (`repeat_reminder_langchain._detectors`) is
 built with its level table, so a turn under the defaults runs the repeat rule alone. One loop
 counts every configuration and names no detector; a tracing observer (`transcript`, `audit`)
 watches it call by call without changing what it does.
@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
-from .canonical import canonicalize, digest, result_text
-from .config import ReminderConfig
-from .detectors import PARTS, Part, Seen
-from .policy import Levels, Rules, ToolPolicy
-from .reminder import Detector, Escalation, Reminder, preview
+from ._canonical import canonicalize, digest, result_text
+from ._config import ReminderConfig
+from ._detectors import PARTS, Part, Seen
+from ._policy import Levels, Rules, ToolPolicy
+from ._reminder import Detector, Escalation, Reminder, preview
 
 __all__ = [
     "NOTHING",

@@ -24,19 +24,19 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 
+from ._config import ReminderConfig
 from ._conversation import read_state, read_turn
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
-from .config import ReminderConfig
-from .escalation import RepeatToolLoopError, interrupt_request, read_answer
-from .events import Delivery, Report
-from .messages import escalation_message, finish_message, reminder_message, stored_as_user_turns
-from .metrics import metrics_for
-from .policy import ToolPolicies
-from .reminder import LOGGER_NAME, Escalation, Words, warn
-from .stats import Stats
+from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
+from ._events import Delivery, Report
+from ._messages import escalation_message, finish_message, reminder_message, stored_as_user_turns
+from ._metrics import metrics_for
+from ._policy import ToolPolicies
+from ._reminder import LOGGER_NAME, Escalation, Words, warn
+from ._stats import Stats
 
 if TYPE_CHECKING:
-    from .metrics import MeterProviderOption
+    from ._metrics import MeterProviderOption
 
 __all__ = [
     "RUN_FIELD",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import ReminderConfig
+from ._config import ReminderConfig
 
 __all__ = ["Misplaced", "refuse_block"]
 

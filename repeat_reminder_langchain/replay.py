@@ -11,10 +11,10 @@ from typing import NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ._config import ReminderConfig
 from ._conversation import read_turn
 from ._counter import Call, CallTrace, LoopCounter, Record
-from .config import ReminderConfig
-from .policy import ToolPolicy
+from ._policy import ToolPolicy
 
 __all__ = ["Call", "CallTrace", "Replayed", "replay"]
 

@@ -31,7 +31,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._stats import Stats
 
 from .helpers import assert_adjacent, model_node, other, probe
 
@@ -72,7 +72,7 @@ if hasattr(_shared_executor, "cache_clear"):
 # function through its trampoline: frames that a warning looks past to find the user's line, as
 # it looks past LangChain's.
 if "mutmut" in sys.modules:
-    from repeat_reminder_langchain import reminder as _reminder
+    from repeat_reminder_langchain import _reminder
 
     _reminder._LIBRARIES += _reminder._folders("mutmut")
 

@@ -32,7 +32,6 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
     RepeatToolReminderWarning,
-    is_reminder,
     prepare_messages,
 )
 from repeat_reminder_langchain._counter import (
@@ -44,6 +43,7 @@ from repeat_reminder_langchain._counter import (
     Turn,
     read_record,
 )
+from repeat_reminder_langchain._reminder import is_reminder
 from repeat_reminder_langchain.tooling import cli
 from repeat_reminder_langchain.tooling.cli import main
 

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from repeat_reminder_langchain import canonicalize
-from repeat_reminder_langchain.canonical import digest
+from repeat_reminder_langchain._canonical import digest
 
 
 def test_json_values_render_as_compact_json_with_sorted_keys_and_unicode_kept() -> None:

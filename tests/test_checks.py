@@ -7,7 +7,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._checks import validation_problems
-from repeat_reminder_langchain.policy import parse_tool_policy
+from repeat_reminder_langchain._policy import parse_tool_policy
 
 
 def test_validation_problems_name_the_field_by_its_dotted_path() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig, ReminderFields
-from repeat_reminder_langchain.config import resolve_config
+from repeat_reminder_langchain._config import resolve_config
 
 
 def test_defaults() -> None:

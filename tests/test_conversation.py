@@ -16,6 +16,7 @@ from langchain_core.messages import (
 )
 
 from repeat_reminder_langchain import Reminder, ReminderConfig
+from repeat_reminder_langchain._canonical import canonicalize, digest
 from repeat_reminder_langchain._conversation import (
     is_user_message,
     read_messages,
@@ -23,14 +24,13 @@ from repeat_reminder_langchain._conversation import (
     read_turn,
 )
 from repeat_reminder_langchain._counter import NOTHING, Count, LoopCounter, Record, Turn
-from repeat_reminder_langchain.canonical import canonicalize, digest
-from repeat_reminder_langchain.messages import (
+from repeat_reminder_langchain._messages import (
     blocked_result,
     escalation_message,
     reminder_message,
 )
-from repeat_reminder_langchain.policy import ToolPolicy
-from repeat_reminder_langchain.reminder import Escalation
+from repeat_reminder_langchain._policy import ToolPolicy
+from repeat_reminder_langchain._reminder import Escalation
 
 from .helpers import call, turn
 

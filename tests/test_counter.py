@@ -17,7 +17,7 @@ from repeat_reminder_langchain._counter import (
     Turn,
     read_record,
 )
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._stats import Stats
 
 from .helpers import CONFIG, c, count, play
 

@@ -26,11 +26,10 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderWarning,
     from_guard,
-    is_reminder,
 )
-from repeat_reminder_langchain.canonical import digest
-from repeat_reminder_langchain.escalation import interrupt_request
-from repeat_reminder_langchain.reminder import tag_of
+from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._escalation import interrupt_request
+from repeat_reminder_langchain._reminder import is_reminder, tag_of
 
 from .conftest import Guarded, build
 from .helpers import (

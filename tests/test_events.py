@@ -26,15 +26,15 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
 )
 from repeat_reminder_langchain._counter import Count
-from repeat_reminder_langchain.events import (
+from repeat_reminder_langchain._events import (
     Delivery,
     Report,
     escalation_event,
     reminder_event,
     report,
 )
-from repeat_reminder_langchain.reminder import Escalation, Reminder
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._reminder import Escalation, Reminder
+from repeat_reminder_langchain._stats import Stats
 
 from .conftest import Guarded
 from .helpers import (

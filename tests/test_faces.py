@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
-from repeat_reminder_langchain import is_reminder
+from repeat_reminder_langchain._reminder import is_reminder
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, call, reminders, repeat, scripted, turn

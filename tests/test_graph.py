@@ -23,10 +23,9 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderNode,
     RepeatToolReminderState,
-    is_reminder,
 )
-from repeat_reminder_langchain.messages import escalation_message, reminder_message
-from repeat_reminder_langchain.reminder import Escalation, Reminder
+from repeat_reminder_langchain._messages import escalation_message, reminder_message
+from repeat_reminder_langchain._reminder import Escalation, Reminder, is_reminder
 
 from .conftest import Guarded
 from .helpers import (

@@ -36,7 +36,7 @@ from evaluation.labels import (
 from evaluation.run import load, replay_all
 from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.detectors import PARTS
+from repeat_reminder_langchain._detectors import PARTS
 from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling.logs import Conversation
 

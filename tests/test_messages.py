@@ -15,15 +15,15 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 
-from repeat_reminder_langchain import Escalation, Reminder, is_reminder, prepare_messages
-from repeat_reminder_langchain.messages import (
+from repeat_reminder_langchain import Escalation, Reminder, prepare_messages
+from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
     escalation_message,
     reminder_message,
     stored_as_user_turns,
 )
-from repeat_reminder_langchain.reminder import wrap
+from repeat_reminder_langchain._reminder import is_reminder, wrap
 
 from .helpers import ScriptedModel, call, scripted, turn
 

@@ -27,9 +27,9 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderWarning,
 )
-from repeat_reminder_langchain import metrics as guard_metrics
+from repeat_reminder_langchain import _metrics as guard_metrics
 from repeat_reminder_langchain._counter import Count
-from repeat_reminder_langchain.metrics import (
+from repeat_reminder_langchain._metrics import (
     CALLS,
     ESCALATIONS,
     REMINDERS,
@@ -37,8 +37,8 @@ from repeat_reminder_langchain.metrics import (
     STREAK_BUCKETS,
     metrics_for,
 )
-from repeat_reminder_langchain.reminder import Reminder
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._reminder import Reminder
+from repeat_reminder_langchain._stats import Stats
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, call, probe, repeat, scripted, turn

@@ -16,7 +16,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain import metrics as guard_metrics
+from repeat_reminder_langchain import _metrics as guard_metrics
 
 from .conftest import build
 from .helpers import ask, repeat, scripted

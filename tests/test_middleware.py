@@ -27,14 +27,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
 import repeat_reminder_langchain._guard as guard_module
-import repeat_reminder_langchain.middleware as middleware_module
+import repeat_reminder_langchain._middleware as middleware_module
 from repeat_reminder_langchain import (
     ReminderConfig,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
-    is_reminder,
 )
+from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import (
     LoopModel,

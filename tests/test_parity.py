@@ -10,7 +10,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 
-from repeat_reminder_langchain import RepeatToolReminderCallbackHandler, is_reminder
+from repeat_reminder_langchain import RepeatToolReminderCallbackHandler
+from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import (
     agent_graph,

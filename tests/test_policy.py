@@ -10,7 +10,7 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter
-from repeat_reminder_langchain.policy import (
+from repeat_reminder_langchain._policy import (
     Rules,
     ToolPolicies,
     ToolPolicy,

@@ -17,15 +17,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import StructuredTool
 
 from repeat_reminder_langchain import ReminderConfig, canonicalize
-from repeat_reminder_langchain._conversation import read_turn
-from repeat_reminder_langchain._counter import LoopCounter, Record, read_record
-from repeat_reminder_langchain.canonical import (
+from repeat_reminder_langchain._canonical import (
     _ORJSON_OPTIONS,
     _pure_text,
     _refuse,
     _with_floats,
 )
-from repeat_reminder_langchain.messages import reminder_message
+from repeat_reminder_langchain._conversation import read_turn
+from repeat_reminder_langchain._counter import LoopCounter, Record, read_record
+from repeat_reminder_langchain._messages import reminder_message
 
 from .conftest import build
 from .helpers import ask, reminders, scripted

@@ -19,7 +19,7 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from repeat_reminder_langchain import Reminder, prepare_messages
-from repeat_reminder_langchain.messages import reminder_message
+from repeat_reminder_langchain._messages import reminder_message
 
 from .helpers import probe
 

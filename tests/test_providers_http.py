@@ -33,9 +33,9 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
-    is_reminder,
     prepare_messages,
 )
+from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import ask, assert_adjacent, probe, reminders
 from .provider_server import ProviderServer, Script

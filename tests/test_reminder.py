@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from repeat_reminder_langchain import Escalation, Reminder, is_reminder
-from repeat_reminder_langchain.messages import reminder_message
-from repeat_reminder_langchain.reminder import preview, wrap
+from repeat_reminder_langchain import Escalation, Reminder
+from repeat_reminder_langchain._messages import reminder_message
+from repeat_reminder_langchain._reminder import is_reminder, preview, wrap
 
 
 def test_the_gentle_text_asks_to_read_the_result_and_change_course() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from repeat_reminder_langchain.policy import Rules
+from repeat_reminder_langchain._policy import Rules
 
 from .conftest import Guarded
 from .helpers import ask, reminders, repeat, scripted

@@ -11,13 +11,13 @@ from benchmarks.route import Entry, route, turns
 def test_a_turn_with_nothing_due_enters_seven_modules_each_once() -> None:
     played = turns()
     assert route(played["nothing due"]) == [
-        Entry("(the agent)", "middleware"),
-        Entry("middleware._turn", "_guard"),
+        Entry("(the agent)", "_middleware"),
+        Entry("_middleware._turn", "_guard"),
         Entry("_guard.step", "_conversation"),
         Entry("_guard.step", "_counter"),
-        Entry("_counter._calls", "canonical"),
-        Entry("middleware._turn", "events"),
-        Entry("events.report", "stats"),
+        Entry("_counter._calls", "_canonical"),
+        Entry("_middleware._turn", "_events"),
+        Entry("_events.report", "_stats"),
     ]
 
 
@@ -29,14 +29,14 @@ def test_a_turn_that_draws_a_reminder_goes_down_once_and_comes_back_once() -> No
     modules = {entry.module for entry in entries}
     assert len(modules) <= 10
     # The face enters the step once and reporting once, and nothing enters the face.
-    face = [entry.module for entry in entries if entry.caller.startswith("middleware.")]
-    assert face == ["_guard", "events"]
-    assert [entry for entry in entries if entry.module == "middleware"] == entries[:1]
+    face = [entry.module for entry in entries if entry.caller.startswith("_middleware.")]
+    assert face == ["_guard", "_events"]
+    assert [entry for entry in entries if entry.module == "_middleware"] == entries[:1]
     # Each module is entered from one other, but `reminder`, whose values the counter builds
     # and the messages render; and no module calls back into one above it.
     callers: dict[str, set[str]] = {}
     for entry in entries[1:]:
         callers.setdefault(entry.module, set()).add(entry.caller.rpartition(".")[0])
-    assert {module for module, above in callers.items() if len(above) > 1} == {"reminder"}
+    assert {module for module, above in callers.items() if len(above) > 1} == {"_reminder"}
     edges = {(caller, module) for module, above in callers.items() for caller in above}
     assert not {(module, caller) for caller, module in edges} & edges

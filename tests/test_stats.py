@@ -10,8 +10,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
 from repeat_reminder_langchain._counter import Call, Count, LoopCounter, Turn
-from repeat_reminder_langchain.reminder import Escalation, Reminder
-from repeat_reminder_langchain.stats import Stats
+from repeat_reminder_langchain._reminder import Escalation, Reminder
+from repeat_reminder_langchain._stats import Stats
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 from .conftest import Guarded

@@ -17,7 +17,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
-from repeat_reminder_langchain.policy import ToolPolicies, parse_tool_policy
+from repeat_reminder_langchain._policy import ToolPolicies, parse_tool_policy
 
 from .conftest import Guarded
 from .helpers import ask, assert_adjacent, call, probe, reminders, repeat, scripted, turn

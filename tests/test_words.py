@@ -17,7 +17,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     from_guard,
 )
-from repeat_reminder_langchain.reminder import WORD_FIELDS, Words
+from repeat_reminder_langchain._reminder import WORD_FIELDS, Words
 
 from .conftest import Guarded
 from .helpers import LoopModel, ask, reminders

@@ -28,7 +28,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
-    is_reminder,
+    from_guard,
     prepare_messages,
 )
 
@@ -57,7 +57,7 @@ class LoopingJobModel(BaseChatModel):
         made, wanted = 0, 0
         for message in reversed(messages):
             # Reminders reach the model as tagged user turns; they are not the user speaking.
-            if isinstance(message, HumanMessage) and not is_reminder(message):
+            if isinstance(message, HumanMessage) and not from_guard(message):
                 found = _LOOP.search(message.text)
                 wanted = int(found.group(1)) if found else 0
                 break

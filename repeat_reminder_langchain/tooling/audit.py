@@ -26,10 +26,10 @@ from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..canonical import canonicalize, result_text
-from ..config import BOOKKEEPING_TOOLS, ReminderConfig
-from ..policy import ToolPolicy
-from ..reminder import Detector, is_reminder, preview
+from .._canonical import canonicalize, result_text
+from .._config import BOOKKEEPING_TOOLS, ReminderConfig
+from .._policy import ToolPolicy
+from .._reminder import Detector, is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
 from .findings import (
     Audit,

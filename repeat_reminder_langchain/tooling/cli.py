@@ -19,8 +19,8 @@ from contextlib import closing
 from typing import IO, Any, NoReturn
 
 from .. import __version__
-from ..config import THRESHOLDS, ConfigError, ReminderConfig
-from ..detectors import PARTS
+from .._config import THRESHOLDS, ConfigError, ReminderConfig
+from .._detectors import PARTS
 
 __all__ = ["main"]
 

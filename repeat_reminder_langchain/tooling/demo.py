@@ -34,12 +34,12 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 
-from ..callbacks import RepeatToolReminderCallbackHandler
-from ..config import ReminderConfig
-from ..escalation import RepeatToolLoopError
-from ..graph import RepeatToolReminderNode
-from ..reminder import SOURCE, is_reminder, tag_of
-from ..stats import StatsSnapshot
+from .._callbacks import RepeatToolReminderCallbackHandler
+from .._config import ReminderConfig
+from .._escalation import RepeatToolLoopError
+from .._graph import RepeatToolReminderNode
+from .._reminder import SOURCE, is_reminder, tag_of
+from .._stats import StatsSnapshot
 from .tables import plural
 
 __all__ = [
@@ -323,7 +323,7 @@ def format_stats(stats: StatsSnapshot) -> str:
     """The guard's stats snapshot on one line.
 
     Example:
-        >>> from repeat_reminder_langchain.stats import Stats
+        >>> from repeat_reminder_langchain._stats import Stats
         >>> line = format_stats(Stats().snapshot())
         >>> line.startswith("0 calls counted · delivered none"), line.endswith("rate n/a")
         (True, True)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import ReminderConfig
+from .._config import ReminderConfig
 
 __all__ = [
     "Audit",

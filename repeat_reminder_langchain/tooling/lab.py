@@ -39,10 +39,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ..config import ReminderConfig
-from ..escalation import RepeatToolLoopError
-from ..middleware import RepeatToolReminderMiddleware
-from ..reminder import from_guard, tag_of
+from .._config import ReminderConfig
+from .._escalation import RepeatToolLoopError
+from .._middleware import RepeatToolReminderMiddleware
+from .._reminder import from_guard, tag_of
 from ..replay import replay
 
 __all__ = [

@@ -27,10 +27,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..canonical import canonicalize, digest, result_text
-from ..config import ReminderConfig
-from ..detectors import DETECTORS
-from ..reminder import is_reminder, preview
+from .._canonical import canonicalize, digest, result_text
+from .._config import ReminderConfig
+from .._detectors import DETECTORS
+from .._reminder import is_reminder, preview
 from ..replay import replay
 from .logs import Conversation
 

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..config import THRESHOLDS, ReminderConfig
+from .._config import THRESHOLDS, ReminderConfig
 from .findings import Audit, ConversationAudit, Finding, settings
 from .lab import LabRun
 from .suggest import SWEEP, Proposal, Suggestion

@@ -8,10 +8,10 @@ from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..canonical import canonicalize
-from ..config import ReminderConfig
-from ..policy import ToolPolicy
-from ..reminder import SOURCE, is_reminder, tag_of
+from .._canonical import canonicalize
+from .._config import ReminderConfig
+from .._policy import ToolPolicy
+from .._reminder import SOURCE, is_reminder, tag_of
 from ..replay import replay
 
 __all__ = [

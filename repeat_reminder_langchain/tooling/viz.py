@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from .._config import ReminderConfig
 from .._install import install_hint
-from ..config import ReminderConfig
-from ..policy import ToolPolicy
+from .._policy import ToolPolicy
 from .tables import plural
 from .transcript import Step, steps, transcript_rows
 

@@ -6,8 +6,8 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import Call, RecordError, read_record
-from repeat_reminder_langchain.detectors import Seen
-from repeat_reminder_langchain.detectors.cycle import Cycle
+from repeat_reminder_langchain._detectors import Seen
+from repeat_reminder_langchain._detectors.cycle import Cycle
 
 from ..helpers import c, play
 

@@ -11,7 +11,7 @@ from langchain.agents import create_agent
 from typing_extensions import override
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
-from repeat_reminder_langchain.detectors import PARTS, Part, Seen, Settings, Words
+from repeat_reminder_langchain._detectors import PARTS, Part, Seen, Settings, Words
 
 from ..helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
 

@@ -6,8 +6,8 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
-from repeat_reminder_langchain.detectors import Seen
-from repeat_reminder_langchain.detectors.recurring_error import CALLS, RecurringError
+from repeat_reminder_langchain._detectors import Seen
+from repeat_reminder_langchain._detectors.recurring_error import CALLS, RecurringError
 
 from ..helpers import c, play
 

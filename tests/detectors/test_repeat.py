@@ -7,9 +7,9 @@ from typing import get_args
 import pytest
 
 from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig
-from repeat_reminder_langchain.detectors import DETECTORS, PARTS, Seen
-from repeat_reminder_langchain.detectors.repeat import Repeat
-from repeat_reminder_langchain.reminder import Detector
+from repeat_reminder_langchain._detectors import DETECTORS, PARTS, Seen
+from repeat_reminder_langchain._detectors.repeat import Repeat
+from repeat_reminder_langchain._reminder import Detector
 
 from ..helpers import c, play
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
-from repeat_reminder_langchain.canonical import digest
-from repeat_reminder_langchain.detectors import Seen
-from repeat_reminder_langchain.detectors.same_output import MIN_OUTPUT, OUTPUTS, SameOutput
+from repeat_reminder_langchain._detectors import Seen
+from repeat_reminder_langchain._detectors.same_output import MIN_OUTPUT, OUTPUTS, SameOutput
 
 from ..helpers import c, play
 

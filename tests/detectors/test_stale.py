@@ -8,8 +8,8 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter, Record, Turn
-from repeat_reminder_langchain.detectors import STALE_MEMORY, Seen
-from repeat_reminder_langchain.detectors.stale import Stale
+from repeat_reminder_langchain._detectors import STALE_MEMORY, Seen
+from repeat_reminder_langchain._detectors.stale import Stale
 
 from ..helpers import c, count, play
 

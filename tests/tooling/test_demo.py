@@ -13,7 +13,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     canonicalize,
 )
-from repeat_reminder_langchain.canonical import digest
+from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import (
     PollingModel,
@@ -206,7 +206,7 @@ def test_the_summaries_say_one_call_in_the_singular() -> None:
     from langchain_core.messages import ToolMessage
 
     from repeat_reminder_langchain import ReminderConfig
-    from repeat_reminder_langchain.stats import Stats
+    from repeat_reminder_langchain._stats import Stats
     from repeat_reminder_langchain.tooling.demo import _summary, format_stats
 
     call = {"name": "ls", "args": {}, "id": "c1"}

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from repeat_reminder_langchain import ReminderConfig, from_guard
-from repeat_reminder_langchain.reminder import tag_of
+from repeat_reminder_langchain._reminder import tag_of
 from repeat_reminder_langchain.tooling import cli
 from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.lab import (

@@ -77,7 +77,7 @@ def test_summary_counts_streaks_as_the_guard_does() -> None:
 
 def test_a_summary_reads_as_one_line_and_a_stray_reminder_marks_nothing() -> None:
     from repeat_reminder_langchain import Reminder
-    from repeat_reminder_langchain.messages import reminder_message
+    from repeat_reminder_langchain._messages import reminder_message
     from repeat_reminder_langchain.tooling.transcript import steps
 
     messages = run_demo(RepeatToolReminderCallbackHandler())

@@ -47,7 +47,7 @@ def test_steps_match_each_reminder_to_the_streak_before_it() -> None:
 
     def reminder(count: int) -> SystemMessage:
         from repeat_reminder_langchain import Reminder
-        from repeat_reminder_langchain.messages import reminder_message
+        from repeat_reminder_langchain._messages import reminder_message
 
         return reminder_message(Reminder("ls", count, "gentle", "{}"))
 

@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from .reminder import SOURCE, Escalation, Reminder, Words, is_reminder, turn_tag, wrap
+from ._reminder import SOURCE, Escalation, Reminder, Words, is_reminder, turn_tag, wrap
 
 __all__ = [
     "as_user_turn",

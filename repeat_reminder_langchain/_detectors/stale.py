@@ -7,7 +7,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ..canonical import digest
+from .._canonical import digest
 from ._part import Part, Seen, Words, expect
 
 STALE_MEMORY = 64

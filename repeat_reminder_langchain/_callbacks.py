@@ -27,15 +27,15 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
+from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record, Turn
+from ._events import report
 from ._guard import Guard, instance_name
+from ._reminder import LOGGER_NAME, is_reminder, warn
 from ._wiring import Misplaced, refuse_block
-from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report
-from .reminder import LOGGER_NAME, is_reminder, warn
 
 if TYPE_CHECKING:
-    from .metrics import MeterProviderOption
+    from ._metrics import MeterProviderOption
 
 __all__ = ["AgentRecords", "RepeatToolReminderCallbackHandler"]
 

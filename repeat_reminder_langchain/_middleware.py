@@ -24,17 +24,17 @@ from langgraph.types import Command
 from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
+from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import read_turn
 from ._counter import Record
+from ._events import Dispatch, report
 from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
+from ._messages import blocked_result, keeps_system_messages, prepare_messages
+from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from ._wiring import Misplaced
-from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import Dispatch, report
-from .messages import blocked_result, keeps_system_messages, prepare_messages
-from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 
 if TYPE_CHECKING:
-    from .metrics import MeterProviderOption
+    from ._metrics import MeterProviderOption
 
 __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 

@@ -28,7 +28,7 @@ from ._checks import (
     compile_patterns,
     validation_problems,
 )
-from .reminder import LOGGER_NAME, Level
+from ._reminder import LOGGER_NAME, Level
 
 __all__ = ["POLICY_KEY", "Levels", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
 

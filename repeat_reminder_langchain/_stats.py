@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TypedDict
 
 from ._counter import Count
-from .metrics import Metrics, Tally
+from ._metrics import Metrics, Tally
 
 __all__ = ["Stats", "StatsSnapshot"]
 
@@ -57,7 +57,7 @@ class Stats:
     """What a guard counted, since it was built. Safe to share between threads.
 
     `metrics`, when given, records every count as OpenTelemetry metrics too (see
-    `repeat_reminder_langchain.metrics`): the calls by reading the tally when collected, the
+    `repeat_reminder_langchain._metrics`): the calls by reading the tally when collected, the
     rest as it is found.
 
     Example:

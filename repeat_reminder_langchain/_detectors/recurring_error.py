@@ -13,7 +13,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ..canonical import digest
+from .._canonical import digest
 from ._part import Part, Seen, Words, expect
 
 CALLS = 16

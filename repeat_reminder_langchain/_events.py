@@ -17,10 +17,10 @@ from typing import Any, Literal, NamedTuple, Protocol, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
+from ._config import ReminderConfig
 from ._counter import Count
-from .config import ReminderConfig
-from .reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
-from .stats import Stats
+from ._reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
+from ._stats import Stats
 
 __all__ = [
     "ESCALATION_EVENT",

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from .detectors import DETECTORS as _DETECTORS
-from .detectors import PARTS
+from ._detectors import DETECTORS as _DETECTORS
+from ._detectors import PARTS
 
 __all__ = [
     "DETECTORS",

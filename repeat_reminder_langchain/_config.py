@@ -30,10 +30,10 @@ from ._checks import (
     is_int,
     validation_problems,
 )
+from ._detectors import PARTS
+from ._policy import Rules, ToolPolicy, compile_paths
+from ._reminder import WORD_FIELDS, Detector, ExitBehavior, sample_words, warn
 from ._settings_file import read_settings, settings_text
-from .detectors import PARTS
-from .policy import Rules, ToolPolicy, compile_paths
-from .reminder import WORD_FIELDS, Detector, ExitBehavior, sample_words, warn
 
 __all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
@@ -179,7 +179,7 @@ class ReminderConfig(BaseModel):
             detector, the limit and the digest, never the arguments, which may hold secrets.
             The events, `RepeatToolLoopError.arguments` and the reminders quote them always.
 
-    A tool can declare its own policy (see `repeat_reminder_langchain.policy`); a field set
+    A tool can declare its own policy (see `repeat_reminder_langchain._policy`); a field set
     here explicitly wins over it, a field left at its default yields to it.
 
     Examples:

@@ -13,17 +13,17 @@ from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph import MessagesState
 from typing_extensions import Unpack
 
+from ._callbacks import RepeatToolReminderCallbackHandler
+from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import read_messages, read_state
 from ._counter import Record
+from ._events import report
 from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
+from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, warn
 from ._wiring import refuse_block
-from .callbacks import RepeatToolReminderCallbackHandler
-from .config import ReminderConfig, ReminderFields, resolve_config
-from .events import report
-from .reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, warn
 
 if TYPE_CHECKING:
-    from .metrics import MeterProviderOption
+    from ._metrics import MeterProviderOption
 
 __all__ = ["RepeatToolReminderNode", "RepeatToolReminderState"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ..canonical import digest
+from .._canonical import digest
 from ._part import Part, Seen, Words, expect
 
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were

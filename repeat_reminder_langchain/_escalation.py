@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from .reminder import Escalation
+from ._reminder import Escalation
 
 __all__ = ["InterruptRequest", "RepeatToolLoopError", "interrupt_request", "read_answer"]
 
