@@ -18,7 +18,16 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from ._reminder import SOURCE, Escalation, Reminder, Words, is_reminder, turn_tag, wrap
+from ._reminder import (
+    SOURCE,
+    Escalation,
+    Reminder,
+    ReminderTag,
+    Words,
+    is_reminder,
+    turn_tag,
+    wrap,
+)
 
 __all__ = [
     "as_user_turn",
@@ -55,10 +64,7 @@ def reminder_message(
     """
     due = (reminders,) if isinstance(reminders, Reminder) else reminders
     text = "\n\n".join(reminder.text if words is None else words.say(reminder) for reminder in due)
-    tags = {"lc_source": SOURCE, SOURCE: turn_tag(due)}
-    if message_type == "human":
-        return HumanMessage(wrap(text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
-    return SystemMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
+    return _told(text, turn_tag(due), message_type)
 
 
 def escalation_message(escalation: Escalation, words: Words | None = None) -> AIMessage:
@@ -78,7 +84,14 @@ def finish_message(
     Sent as a reminder is, and tagged as the escalation it is (`level: "escalated"`).
     """
     text = escalation.text if words is None else words.say(escalation)
-    tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
+    return _told(text, escalation.tag(), message_type)
+
+
+def _told(
+    text: str, tag: ReminderTag, message_type: Literal["system", "human"]
+) -> SystemMessage | HumanMessage:
+    """What the guard tells the model, tagged, as a system message or a wrapped user turn."""
+    tags = {"lc_source": SOURCE, SOURCE: tag}
     if message_type == "human":
         return HumanMessage(wrap(text), name=SOURCE, id=_new_id(), additional_kwargs=tags)
     return SystemMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
