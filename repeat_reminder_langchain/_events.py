@@ -226,6 +226,8 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             outcome = "repeat tool loop would be stopped"
         elif escalation.behavior == "block":
             outcome = "repeat tool call refused"  # the model decides what comes next
+        elif escalation.behavior == "finish":
+            outcome = "repeat tool loop: the model is asked for its answer (finish)"
         else:
             outcome = f"repeat tool loop stopped ({escalation.behavior})"
         logger.warning(

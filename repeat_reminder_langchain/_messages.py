@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -38,6 +38,7 @@ __all__ = [
     "prepare_messages",
     "reminder_message",
     "stored_as_user_turns",
+    "withheld_result",
 ]
 
 
@@ -109,6 +110,24 @@ def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:
         text,
         tool_call_id=call_id,
         name=escalation.tool,
+        status="error",
+        id=_new_id(),
+        additional_kwargs=tags,
+    )
+
+
+def withheld_result(call: Mapping[str, Any], detector: str, count: int) -> ToolMessage:
+    """The error result of a call made after the guard withheld the tools (`"finish"`)."""
+    tool = str(call.get("name") or "")
+    text = (
+        f"Not run: the tools are withheld, since `{tool}` was looping. Answer the user now with "
+        "what you have found."
+    )
+    tags = {"lc_source": SOURCE, SOURCE: Escalation(tool, count, detector, "", "end").tag()}  # type: ignore[arg-type]
+    return ToolMessage(
+        text,
+        tool_call_id=str(call.get("id") or ""),
+        name=tool,
         status="error",
         id=_new_id(),
         additional_kwargs=tags,

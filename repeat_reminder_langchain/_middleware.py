@@ -29,7 +29,12 @@ from ._conversation import read_turn
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
-from ._messages import blocked_result, keeps_system_messages, prepare_messages
+from ._messages import (
+    blocked_result,
+    keeps_system_messages,
+    prepare_messages,
+    withheld_result,
+)
 from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
@@ -181,6 +186,7 @@ class RepeatToolReminderMiddleware(
         )
         self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking
+        self._finishes = self._guard.reaches_model and self.config.exit_behavior == "finish"
         # The chat model and the tools seen last, and whether that model takes a system
         # message mid-conversation: reminders are stored in the form it takes.
         self._model: object = None
@@ -259,8 +265,8 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it."""
-        blocked = self._blocked(request) if self._blocks else None
+        """Run the call, unless escalation blocks it, or the tools were withheld (finish)."""
+        blocked = self._blocked(request) if self._blocks or self._finishes else None
         return blocked if blocked is not None else handler(request)
 
     @override
@@ -269,8 +275,8 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it."""
-        blocked = self._blocked(request) if self._blocks else None
+        """Run the call, unless escalation blocks it, or the tools were withheld (finish)."""
+        blocked = self._blocked(request) if self._blocks or self._finishes else None
         return blocked if blocked is not None else await handler(request)
 
     # -- counting -------------------------------------------------------------------------
@@ -361,6 +367,13 @@ class RepeatToolReminderMiddleware(
         try:
             state = request.state
             record = self._store.read(state)
+            asked = record.get("finishing")
+            if asked:
+                # Asked for its answer, the model called a tool all the same (a provider that
+                # ignored the withheld tools): the call does not run, and the run then ends.
+                return withheld_result(request.tool_call, asked, record.get("count", 0))
+            if not self._blocks:
+                return None
             messages = state.get("messages", ())
             counter = self._guard.counter
             turn = read_turn(messages, record.get("turn", ""), not_user=counter.not_user)

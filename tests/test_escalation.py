@@ -256,10 +256,26 @@ def test_finish_ends_a_model_that_calls_a_tool_all_the_same(
     assert isinstance(messages[-2], ToolMessage)
     tag = ended(messages)
     assert tag is not None and (tag["count"], tag["level"]) == (5, "escalated")
-    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
-        "repeat tool loop stopped (finish)",
+    assert [r.getMessage().split(": ")[0] for r in caplog.records] == [
+        "repeat tool loop",  # the run goes on, to the model's answer or its end
         "repeat tool loop stopped (end)",
     ]
+    assert "the model is asked for its answer (finish)" in caplog.records[0].getMessage()
+
+
+def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
+    # A provider that ignores the withheld tools: the call is answered with a refusal, not
+    # run (a second payment, say), and the run ends.
+    probe, ran = _counted_probe()
+    agent = build("middleware", Finisher(deaf=True), tools=[probe], **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    assert ran == ["same"] * 4  # the fifth call was not run
+    refused = messages[-2]
+    assert isinstance(refused, ToolMessage) and refused.status == "error"
+    assert from_guard(refused) and "the tools are withheld" in str(refused.content)
+    assert (ended(messages) or {})["count"] == 5
 
 
 def test_finish_holds_across_a_resume_in_a_new_process(thread: str) -> None:

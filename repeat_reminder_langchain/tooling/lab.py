@@ -212,10 +212,12 @@ _CANNOT = r"\b(could ?n[o']t|can ?n[o']t|unable|failed to|was not able|wasn't ab
 
 def still_running(answer: str) -> bool:
     """The job has not finished: it is running, in progress, not done yet."""
-    text = answer.lower()
+    # What the answer asks for ("check again until it says it has finished") is no claim.
+    text = re.sub(r"\buntil\b[^.]*", "", answer.lower())
     running = _finds(
         text,
         r"\b(still|is|keeps?) (running|in progress|going)",
+        r"(?<!not )\brunning\b",
         r"\bin progress\b",
         r"\bn[o']t (yet )?(finished|complete|completed|done)\b",
         r"\bnot yet\b",

@@ -181,6 +181,10 @@ JUDGED = [
     ("poll", "It has not finished yet.", True),
     ("poll", "The CI job is in progress.", True),
     ("poll", "The job has finished successfully.", False),
+    # Seen on a live model: a condition quoted from the user is no claim; the tool's own words.
+    ("poll-insist", "It is still running. Please check again until it says it has finished.", True),
+    ("poll", "nightly-build-7: running (started 3 minutes ago)", True),
+    ("poll", "The job is not running any more: it finished.", False),
     ("poll", "I could not check the job.", False),
     ("poll-insist", "It is still running, not finished: it started 3 minutes ago.", True),
     ("ping", "db-3.internal is unreachable: the ping timed out.", True),
