@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -38,7 +38,6 @@ __all__ = [
     "prepare_messages",
     "reminder_message",
     "stored_as_user_turns",
-    "withheld_result",
 ]
 
 
@@ -99,35 +98,26 @@ def _told(
 
 
 def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:
-    """The error result of a call the guard did not let run."""
-    text = (
-        f"Not run: `{escalation.tool}` was called {escalation.count} times in a row with "
-        "exactly these arguments, and the result would not change. Choose a different action "
-        "or different arguments, or finish with what you have."
-    )
+    """The error result of a call the guard did not let run.
+
+    One it refused (`"block"`), or one made after it withheld the tools (`"finish"`).
+    """
+    if escalation.behavior == "finish":
+        text = (
+            f"Not run: the tools are withheld, since `{escalation.tool}` was looping. Answer the "
+            "user now with what you have found."
+        )
+    else:
+        text = (
+            f"Not run: `{escalation.tool}` was called {escalation.count} times in a row with "
+            "exactly these arguments, and the result would not change. Choose a different "
+            "action or different arguments, or finish with what you have."
+        )
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     return ToolMessage(
         text,
         tool_call_id=call_id,
         name=escalation.tool,
-        status="error",
-        id=_new_id(),
-        additional_kwargs=tags,
-    )
-
-
-def withheld_result(call: Mapping[str, Any], detector: str, count: int) -> ToolMessage:
-    """The error result of a call made after the guard withheld the tools (`"finish"`)."""
-    tool = str(call.get("name") or "")
-    text = (
-        f"Not run: the tools are withheld, since `{tool}` was looping. Answer the user now with "
-        "what you have found."
-    )
-    tags = {"lc_source": SOURCE, SOURCE: Escalation(tool, count, detector, "", "end").tag()}  # type: ignore[arg-type]
-    return ToolMessage(
-        text,
-        tool_call_id=str(call.get("id") or ""),
-        name=tool,
         status="error",
         id=_new_id(),
         additional_kwargs=tags,

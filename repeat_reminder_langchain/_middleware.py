@@ -29,13 +29,8 @@ from ._conversation import read_turn
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
-from ._messages import (
-    blocked_result,
-    keeps_system_messages,
-    prepare_messages,
-    withheld_result,
-)
-from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
+from ._messages import blocked_result, keeps_system_messages, prepare_messages
+from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
 if TYPE_CHECKING:
@@ -342,11 +337,10 @@ class RepeatToolReminderMiddleware(
                     self.tool_policies.learn(
                         getattr(tool, "name", None), getattr(tool, "metadata", None)
                     )
-            entry = self._entry(request.state)
-            if entry.get("finishing"):
+            if self._finishes and self._entry(request.state).get("finishing"):
                 # Asked for its answer: the model's last call, with no tool to call.
                 request = request.override(tools=[], tool_choice=None)
-            if self._keeps_system or entry.get("system") is not True:
+            if self._keeps_system or self._entry(request.state).get("system") is not True:
                 return request  # most calls: nothing stored to convert
             messages = prepare_messages(request.messages, request.model)
             return request.override(messages=cast("list[AnyMessage]", messages))
@@ -367,17 +361,19 @@ class RepeatToolReminderMiddleware(
         try:
             state = request.state
             record = self._store.read(state)
+            call_id = request.tool_call.get("id") or ""
             asked = record.get("finishing")
             if asked:
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored the withheld tools): the call does not run, and the run then ends.
-                return withheld_result(request.tool_call, asked, record.get("count", 0))
+                tool = str(request.tool_call.get("name") or "")
+                withheld = Escalation(tool, record.get("count", 0), asked, "", "finish")  # type: ignore[arg-type]
+                return blocked_result(withheld, call_id)
             if not self._blocks:
                 return None
             messages = state.get("messages", ())
             counter = self._guard.counter
             turn = read_turn(messages, record.get("turn", ""), not_user=counter.not_user)
-            call_id = request.tool_call.get("id") or ""
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None

@@ -323,17 +323,20 @@ class Words:
 
     def say(self, told: Reminder | Escalation) -> str:
         """The words of a reminder, or of a run's end: the user's, or the guard's own."""
+        level = "final" if isinstance(told, Escalation) else told.level
+        entry = _entry(self._words, told.detector, level)
+        if entry is None:
+            return told.text  # no words of the user's for this one
         try:
             return told.say(self._words)
         except Exception as error:
-            level = "final" if isinstance(told, Escalation) else told.level
-            entry = (_entry(self._words, told.detector, level) or ("*", level))[0], level
-            if entry not in self._failed:
-                self._failed.add(entry)
+            if (entry[0], level) not in self._failed:
+                self._failed.add((entry[0], level))
                 logger.warning(
                     "repeat reminder words %s.%s failed (%s: %s); the guard's own words are "
                     "said in their place",
-                    *entry,
+                    entry[0],
+                    level,
                     type(error).__name__,
                     error,
                 )
@@ -428,11 +431,11 @@ def tag_of(message: object) -> Mapping[str, object] | None:
 def from_guard(message: object) -> bool:
     """Whether the guard wrote `message`: a reminder, or what it wrote when it stopped a loop.
 
-    Beside the reminders (`is_reminder`, the request for the model's answer of
-    `exit_behavior="finish"` among them), that is the final `AIMessage` of a run it ended
+    That is its reminders (a tagged system or user message; the request for the model's
+    answer of `exit_behavior="finish"` among them), the final `AIMessage` of a run it ended
     (`"end"`), which is not the model's answer, and the error result of a call it refused
-    (`"block"`). A program that reads a finished conversation for the model's last
-    word skips these.
+    (`"block"`, or after `"finish"` withheld the tools). A program that reads a finished
+    conversation for the model's last word skips these.
 
     Example:
         >>> from langchain_core.messages import AIMessage
