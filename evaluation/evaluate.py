@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from repeat_reminder_langchain._detectors import PARTS
 from repeat_reminder_langchain._reminder import DETECTORS, Detector
-from repeat_reminder_langchain.tooling.logs import Conversation
+from repeat_reminder_langchain.tooling._logs import Conversation
 
 from .reruns import Rerun, reruns
 from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, sweep

@@ -33,8 +33,8 @@ from pathlib import Path
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain._detectors import PARTS
 from repeat_reminder_langchain._reminder import Detector
-from repeat_reminder_langchain.tooling.logs import Conversation
-from repeat_reminder_langchain.tooling.suggest import Suggester
+from repeat_reminder_langchain.tooling._logs import Conversation
+from repeat_reminder_langchain.tooling._suggest import Suggester
 
 from .evaluate import ALONE
 from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._reminder import Detector
 from repeat_reminder_langchain.replay import Replayed, replay
-from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
 
 __all__ = [
     "CORPUS",

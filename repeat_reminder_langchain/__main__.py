@@ -2,7 +2,7 @@
 
 import sys
 
-from .tooling.cli import main
+from .tooling._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

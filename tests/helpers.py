@@ -44,8 +44,8 @@ from repeat_reminder_langchain._counter import (
     read_record,
 )
 from repeat_reminder_langchain._reminder import is_reminder
-from repeat_reminder_langchain.tooling import cli
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling import _cli as cli
+from repeat_reminder_langchain.tooling._cli import main
 
 _ids = itertools.count(1)
 

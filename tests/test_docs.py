@@ -9,6 +9,7 @@ built in tests/test_site.py, which needs the docs extra.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import re
@@ -458,23 +459,43 @@ def test_the_quickstart_gives_the_demo_and_the_tests() -> None:
     assert {"make demo", "make test"} <= set(commands)
 
 
-SUPPORTED_MODULES = ("repeat_reminder_langchain.tooling.", "repeat_reminder_langchain.replay.")
+def _public_modules() -> set[str]:
+    """Every module of the package a user may import: no part of its name starts with `_`."""
+    root = Path(package.__file__).parent
+    found = set()
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if not any(part.startswith("_") for part in parts):
+            found.add(".".join(parts))
+    return found
 
 
-def test_the_api_reference_documents_every_exported_name() -> None:
+def test_the_api_reference_lists_exactly_the_public_surface() -> None:
     documented = re.findall(r"^::: ([\w.]+)$", text(DOCS / "reference.md"), re.MULTILINE)
-    exported = [path for path in documented if not path.startswith(SUPPORTED_MODULES)]
-    by_name = {path.rpartition(".")[2]: path for path in exported}
-    assert sorted(by_name) == sorted(set(package.__all__) - {"__version__"})
-    for name_, path in by_name.items():
+    by_module: dict[str, set[str]] = {}
+    for path in documented:
         module, _, attribute = path.rpartition(".")
-        assert getattr(__import__(module, fromlist=[attribute]), attribute) is getattr(
-            package, name_
-        )
-    # The supported tooling and replay: each name is exported by its module.
-    for path in set(documented) - set(exported):
-        module, _, attribute = path.rpartition(".")
-        assert attribute in __import__(module, fromlist=[attribute]).__all__, path
+        by_module.setdefault(module, set()).add(attribute)
+    # The package's own names are documented where they live, in a private module.
+    exported = {
+        attribute: module
+        for module, names in by_module.items()
+        if module.split(".")[1].startswith("_")
+        for attribute in names
+    }
+    assert sorted(exported) == sorted(set(package.__all__) - {"__version__"})
+    for name_, module in exported.items():
+        assert getattr(importlib.import_module(module), name_) is getattr(package, name_)
+    # Every other public module exports exactly what the reference lists of it, and a module
+    # without a documented name is no public module at all.
+    public = {
+        module: names for module, names in by_module.items() if module not in exported.values()
+    }
+    modules = _public_modules() - {package.__name__, f"{package.__name__}.tooling"}
+    assert sorted(public) == sorted(modules)
+    for module, names in public.items():
+        assert sorted(importlib.import_module(module).__all__) == sorted(names), module
     assert "`repeat_reminder_langchain.__version__`" in text(DOCS / "reference.md")
 
 

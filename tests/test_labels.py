@@ -38,7 +38,7 @@ from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._detectors import PARTS
 from repeat_reminder_langchain.replay import Call, Replayed
-from repeat_reminder_langchain.tooling.logs import Conversation
+from repeat_reminder_langchain.tooling._logs import Conversation
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FILES = sorted(LABELS.glob("*.labels.jsonl"))

@@ -2,8 +2,8 @@
 
 Each conversation is replayed through the guard's own counting (`replay`), with the same
 configuration a guard would take, one conversation at a time; only compact findings are kept
-(`findings`). Reading the files is `logs.LogReader`'s job; the words of the text are `tables`',
-the HTML report is `report`'s.
+(`_findings`). Reading the files is `_logs.LogReader`'s job; the words of the text are `_tables`',
+the HTML report is `_report`'s.
 
 Definitions (the command line's `--help` and the README use the same words):
 
@@ -31,7 +31,7 @@ from .._config import BOOKKEEPING_TOOLS, ReminderConfig
 from .._policy import ToolPolicy
 from .._reminder import Detector, is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
-from .findings import (
+from ._findings import (
     Audit,
     ConversationAudit,
     Finding,
@@ -41,8 +41,8 @@ from .findings import (
     ToolAudit,
     settings,
 )
-from .logs import Conversation
-from .tables import format_audit
+from ._logs import Conversation
+from ._tables import format_audit
 
 __all__ = [
     "Audit",

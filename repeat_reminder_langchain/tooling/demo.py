@@ -40,16 +40,14 @@ from .._escalation import RepeatToolLoopError
 from .._graph import RepeatToolReminderNode
 from .._reminder import SOURCE, is_reminder, tag_of
 from .._stats import StatsSnapshot
-from .tables import plural
+from ._tables import plural
 
 __all__ = [
     "QUESTION",
-    "SCENARIOS",
+    "TASK",
+    "TOOLS",
     "PollingModel",
-    "RetestingModel",
     "build_agent",
-    "format_stats",
-    "run_command",
     "run_demo",
 ]
 
@@ -58,8 +56,12 @@ SCENARIOS: tuple[Scenario, ...] = ("poll", "stale")
 
 JOB = "nightly-build-7"
 QUESTION = f"Why did the CI job {JOB} fail?"
+"""The `poll` scenario's question: its job finished long ago, and `TOOLS["poll"]` say so."""
+
 TEST = "tests/test_users.py"
 TASK = f"Make {TEST} pass."
+"""The `stale` scenario's task: a test that fails until a file is edited (`TOOLS["stale"]`)."""
+
 _LOG = (
     "02:13:52 step migrate: applying 0042_add_users_email\n"
     '02:13:58 ERROR relation "users_email_key" already exists\n'
@@ -104,6 +106,7 @@ TOOLS: dict[Scenario, list[BaseTool]] = {
     "poll": [job_status, read_log],
     "stale": [run_tests, read_file, edit_file],
 }
+"""Each scenario's deterministic tools, for a scripted model or a real one."""
 QUESTIONS: dict[Scenario, str] = {"poll": QUESTION, "stale": TASK}
 _STORIES: dict[Scenario, str] = {
     "poll": "the model keeps polling a job that has already finished",

@@ -47,11 +47,9 @@ from ..replay import replay
 
 __all__ = [
     "CONDITIONS",
-    "NEUTRAL",
     "TASKS",
     "LabRun",
     "Task",
-    "guard_for",
     "run_lab",
     "run_task",
 ]

@@ -15,13 +15,11 @@ from .._reminder import SOURCE, is_reminder, tag_of
 from ..replay import replay
 
 __all__ = [
-    "Row",
     "Step",
     "Summary",
     "format_transcript",
     "steps",
     "summarize",
-    "transcript_rows",
 ]
 
 Role = Literal["user", "assistant", "tool", "system", "reminder"]

@@ -2,7 +2,7 @@
 
 `transcript_html` needs nothing more than the package; `plot_timeline` needs matplotlib (the
 `plot` extra), imported only when called. The audit's HTML report draws its timelines itself
-(`report.timeline_svg`).
+(`_report.timeline_svg`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from langchain_core.messages import BaseMessage
 from .._config import ReminderConfig
 from .._install import install_hint
 from .._policy import ToolPolicy
-from .tables import plural
+from ._tables import plural
 from .transcript import Step, steps, transcript_rows
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["plot_steps", "plot_timeline", "transcript_html"]
+__all__ = [
+    "plot_timeline",
+    "transcript_html",
+]
 
 _ROW_STYLE = {
     "user": "background:#eef5ff",

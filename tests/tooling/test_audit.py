@@ -12,12 +12,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain.tooling import cli
+from repeat_reminder_langchain.tooling import _cli as cli
+from repeat_reminder_langchain.tooling._cli import main
+from repeat_reminder_langchain.tooling._logs import LogError, LogReader, to_messages
+from repeat_reminder_langchain.tooling._progress import LARGE, ProgressBar
 from repeat_reminder_langchain.tooling.audit import audit, format_audit
-from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
-from repeat_reminder_langchain.tooling.logs import LogError, LogReader, to_messages
-from repeat_reminder_langchain.tooling.progress import LARGE, ProgressBar
 
 UNGUARDED = messages_to_dict(run_demo(None))
 GUARDED = messages_to_dict(run_demo(RepeatToolReminderCallbackHandler()))
@@ -685,7 +685,7 @@ def test_the_audit_draws_its_bar_on_stderr(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = write(tmp_path, "run.json", json.dumps(UNGUARDED))
-    monkeypatch.setattr("repeat_reminder_langchain.tooling.progress.LARGE", 1)
+    monkeypatch.setattr("repeat_reminder_langchain.tooling._progress.LARGE", 1)
     monkeypatch.setattr(cli.sys, "stderr", Terminal())
 
     assert main(["audit", path]) == 0
@@ -711,7 +711,7 @@ def test_where_a_broken_document_breaks_whatever_its_wrapping(
     line = record.count("\n") + 2 + record[:200].count("\n")
     with pytest.raises(LogError, match=rf"several\.json:{line}:\d+: not JSON"):
         read(several)
-    monkeypatch.setattr("repeat_reminder_langchain.tooling.logs._RELOCATE", 10)
+    monkeypatch.setattr("repeat_reminder_langchain.tooling._logs._RELOCATE", 10)
     with pytest.raises(LogError, match=r"bom\.json: not JSON \(too large to say where it breaks\)"):
         read(bom)
 

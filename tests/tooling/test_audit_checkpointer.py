@@ -38,15 +38,16 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._install import install_hint
-from repeat_reminder_langchain.tooling import checkpointer, cli
-from repeat_reminder_langchain.tooling.audit import audit
-from repeat_reminder_langchain.tooling.checkpointer import (
+from repeat_reminder_langchain.tooling import _checkpointer as checkpointer
+from repeat_reminder_langchain.tooling import _cli as cli
+from repeat_reminder_langchain.tooling._checkpointer import (
     CheckpointerError,
     CheckpointReader,
     Selection,
     public_url,
 )
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling._cli import main
+from repeat_reminder_langchain.tooling.audit import audit
 
 from ..conftest import build
 from ..helpers import (
@@ -1039,7 +1040,7 @@ def test_the_progress_bar_counts_threads(
     with database.saver() as saver:
         run_agents(saver)
         counter_graph(saver).invoke({"count": 0}, {"configurable": {"thread_id": "b-counter"}})
-    monkeypatch.setattr("repeat_reminder_langchain.tooling.progress.MANY", 2)
+    monkeypatch.setattr("repeat_reminder_langchain.tooling._progress.MANY", 2)
     screen = Terminal()
     monkeypatch.setattr(cli.sys, "stderr", screen)
 

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from repeat_reminder_langchain import ReminderConfig, __version__
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 from ..helpers import usage_error

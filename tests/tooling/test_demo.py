@@ -14,7 +14,7 @@ from repeat_reminder_langchain import (
     canonicalize,
 )
 from repeat_reminder_langchain._canonical import digest
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
     PollingModel,
     RetestingModel,
@@ -231,7 +231,7 @@ def test_the_demo_runs_on_the_plain_install() -> None:
         "                   'langchain_openai', 'langchain_anthropic'}:\n"
         "            raise ImportError(f'{name} is not part of the plain install')\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from repeat_reminder_langchain.tooling.cli import main\n"
+        "from repeat_reminder_langchain.tooling._cli import main\n"
         "sys.exit(main(['demo', '--scenario', 'stale', '--detect', 'repeat,stale']))\n"
     )
     done = subprocess.run(

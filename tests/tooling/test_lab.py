@@ -15,8 +15,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from repeat_reminder_langchain import ReminderConfig, from_guard
 from repeat_reminder_langchain._reminder import tag_of
-from repeat_reminder_langchain.tooling import cli
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling import _cli as cli
+from repeat_reminder_langchain.tooling._cli import main
+from repeat_reminder_langchain.tooling._tables import format_lab
 from repeat_reminder_langchain.tooling.lab import (
     NEUTRAL,
     TASKS,
@@ -31,7 +32,6 @@ from repeat_reminder_langchain.tooling.lab import (
     run_task,
     search_docs,
 )
-from repeat_reminder_langchain.tooling.tables import format_lab
 
 from ..helpers import assert_adjacent, usage_error
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain_openai")
 
-from repeat_reminder_langchain.tooling.cli import main
+from repeat_reminder_langchain.tooling._cli import main
 
 from ..provider_server import ProviderServer, Script
 

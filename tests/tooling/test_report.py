@@ -18,11 +18,11 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.tooling import report
+from repeat_reminder_langchain.tooling import _report as report
+from repeat_reminder_langchain.tooling._cli import main
+from repeat_reminder_langchain.tooling._logs import LogReader
 from repeat_reminder_langchain.tooling.audit import Auditor, TimelineCall
-from repeat_reminder_langchain.tooling.cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
-from repeat_reminder_langchain.tooling.logs import LogReader
 
 UNGUARDED = messages_to_dict(run_demo(None))
 STALE = messages_to_dict(run_demo(None, "stale"))

@@ -11,11 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain.tooling import suggest
-from repeat_reminder_langchain.tooling.cli import main
-from repeat_reminder_langchain.tooling.logs import Conversation, LogReader
-from repeat_reminder_langchain.tooling.suggest import Suggester, Sweeper
-from repeat_reminder_langchain.tooling.tables import format_suggestion
+from repeat_reminder_langchain.tooling import _suggest as suggest
+from repeat_reminder_langchain.tooling._cli import main
+from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
+from repeat_reminder_langchain.tooling._tables import format_suggestion
 
 from ..helpers import usage_error
 

@@ -34,7 +34,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from langchain_core.messages import BaseMessage
 
 from .._install import install_hint
-from .logs import Conversation, LogError, kind_of, to_messages
+from ._logs import Conversation, LogError, kind_of, to_messages
 
 __all__ = [
     "CheckpointReader",

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._config import THRESHOLDS, ReminderConfig
-from .findings import Audit, ConversationAudit, Finding, settings
+from ._findings import Audit, ConversationAudit, Finding, settings
+from ._suggest import SWEEP, Proposal, Suggestion
 from .lab import LabRun
-from .suggest import SWEEP, Proposal, Suggestion
 
 __all__ = [
     "NO_FINDINGS",

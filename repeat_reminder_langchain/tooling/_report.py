@@ -11,8 +11,8 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Iterable, Sequence
 
-from .findings import Audit, ConversationAudit, TimelineCall
-from .tables import (
+from ._findings import Audit, ConversationAudit, TimelineCall
+from ._tables import (
     NO_FINDINGS,
     Rows,
     detector_rows,

@@ -32,7 +32,7 @@ from .._config import ReminderConfig
 from .._detectors import DETECTORS
 from .._reminder import is_reminder, preview
 from ..replay import replay
-from .logs import Conversation
+from ._logs import Conversation
 
 __all__ = ["SWEEP", "Proposal", "Suggester", "Suggestion", "Sweeper"]
 
@@ -56,7 +56,7 @@ class Proposal:
         setting: The `ReminderConfig` field.
         value: What to set it to.
         reasons: What the logs show, one mapping for each tool, way of failing or notice
-            the value covers (`tables.proposal_lines` words them).
+            the value covers (`_tables.proposal_lines` words them).
         conversations: How many conversations show it.
         example: Where to see it: a conversation, its calls, a text.
     """

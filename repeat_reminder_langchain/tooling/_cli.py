@@ -160,7 +160,7 @@ def _ignore(text: str) -> tuple[str, list[str]]:
 
 
 def _since(text: str) -> Any:
-    from .checkpointer import parse_since
+    from ._checkpointer import parse_since
 
     try:
         return parse_since(text)
@@ -439,7 +439,7 @@ def _option_problem(line: str, given: Mapping[str, Any]) -> str:
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:
     """Why `--fail-on` is met, or None."""
-    from .tables import plural
+    from ._tables import plural
 
     if fail_on is None:
         return None
@@ -512,8 +512,8 @@ def _lab_options(commands: Any) -> None:
 
 
 def _lab(args: argparse.Namespace) -> int:
+    from ._tables import format_lab
     from .lab import run_task
-    from .tables import format_lab
 
     tasks, config = _lab_plan(args)
     model = _lab_model(args)
@@ -636,8 +636,8 @@ def _sources(args: argparse.Namespace) -> None:
 
 
 def _suggest(args: argparse.Namespace, config: ReminderConfig) -> int:
-    from .suggest import Suggester, Sweeper
-    from .tables import format_suggestion
+    from ._suggest import Suggester, Sweeper
+    from ._tables import format_suggestion
 
     for name in ("html", "fail_on"):
         if getattr(args, name) is not None:
@@ -677,8 +677,8 @@ def _read(
     Raises:
         _Failure: Something cannot be read.
     """
-    from .logs import LogError
-    from .progress import ProgressBar
+    from ._logs import LogError
+    from ._progress import ProgressBar
 
     bar: ProgressBar | None = None
 
@@ -704,8 +704,8 @@ def _read(
 
 
 def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
+    from ._tables import format_audit
     from .audit import Auditor
-    from .tables import format_audit
 
     _sources(args)
     if args.suggest:
@@ -729,7 +729,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         reader.skipped, reader.problems, reader.sources, threads=args.checkpointer is not None
     )
     if html is not None:
-        from .report import report_html
+        from ._report import report_html
 
         with html:
             html.write(report_html(result, top=args.top))
@@ -749,8 +749,8 @@ def _reader(
     args: argparse.Namespace, warn: Callable[[str], None], *, stdin: IO[bytes] | None = None
 ) -> tuple[Any, Generator[Any, None, None]]:
     """What reads the conversations (files, or a checkpointer's threads), and what it reads."""
-    from .checkpointer import CheckpointReader, Selection
-    from .logs import LogReader
+    from ._checkpointer import CheckpointReader, Selection
+    from ._logs import LogReader
 
     if args.checkpointer is None:
         files = LogReader(
@@ -770,15 +770,15 @@ def _reader(
 
 def _done(reader: Any) -> int:
     """How far the reader is: bytes read, or threads visited."""
-    from .logs import LogReader
+    from ._logs import LogReader
 
     return reader.read_bytes if isinstance(reader, LogReader) else int(reader.visited)
 
 
 def _bar(reader: Any, *, drawn: bool) -> Any:
     """The progress bar: bytes of files, or threads (counted only when a bar can be drawn)."""
-    from .logs import LogReader
-    from .progress import ProgressBar
+    from ._logs import LogReader
+    from ._progress import ProgressBar
 
     if isinstance(reader, LogReader):
         return ProgressBar(sys.stderr, reader.total if drawn else 0)
@@ -786,7 +786,7 @@ def _bar(reader: Any, *, drawn: bool) -> Any:
 
 
 def _shown() -> int:
-    from .report import SHOWN
+    from ._report import SHOWN
 
     return SHOWN
 
