@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repeat_reminder_langchain._detectors import PARTS
-from repeat_reminder_langchain._reminder import DETECTORS, Detector
+from repeat_reminder_langchain._detectors import DETECTORS, PARTS
 from repeat_reminder_langchain.tooling._logs import Conversation
 
 from .reruns import Rerun, reruns
@@ -13,7 +12,7 @@ from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, swee
 
 __all__ = ["ALONE", "FileReport", "evaluate"]
 
-ALONE: tuple[Detector, ...] = DETECTORS
+ALONE: tuple[str, ...] = DETECTORS
 """Every detector, each run alone, in the order they take precedence."""
 """The detectors run one at a time, each with the others off (then all together)."""
 
@@ -57,9 +56,13 @@ def evaluate(path: str, settings: Settings) -> FileReport:
     for name, replayed in replays.items():
         outcomes[name] = Outcome([f for item in replayed for f in item.firings()])
     sweeps: dict[str, list[Sweep]] = {
-        detector: sweep(replay_all(conversations, settings.config([detector], **{str(own): SWEEP})))
+        detector: sweep(
+            replay_all(
+                conversations, settings.config([detector], **{f"{detector}_thresholds": SWEEP})
+            )
+        )
         for detector in ALONE
-        if (own := PARTS[detector].thresholds) is not None
+        if PARTS[detector].settings  # `repeat`'s thresholds are each tool's: not swept
     }
     calls = [item for replayed in replays["repeat"] for item in replayed.calls]
     return FileReport(

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain._detectors import PARTS
-from repeat_reminder_langchain._reminder import Detector
 from repeat_reminder_langchain.tooling._logs import Conversation
 from repeat_reminder_langchain.tooling._suggest import Suggester
 
@@ -89,8 +88,8 @@ Fires = tuple[tuple[str, int], ...]
 """(setting, threshold) pairs a flag fires under."""
 
 
-def _config(settings: Settings, detector: Detector, threshold: int) -> ReminderConfig:
-    field = PARTS[detector].thresholds or "thresholds"
+def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig:
+    field = f"{detector}_thresholds" if PARTS[detector].settings else "thresholds"
     return settings.config([detector], **{field: (threshold,)})
 
 

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._reminder import Detector
 from repeat_reminder_langchain.replay import Replayed, replay
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
 
@@ -65,7 +64,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     not_user: str | None = None
 
-    def config(self, detect: Sequence[Detector], **fields: object) -> ReminderConfig:
+    def config(self, detect: Sequence[str], **fields: object) -> ReminderConfig:
         """The guard's configuration with `detect` in use, other fields as overridden."""
         base: dict[str, object] = {
             "detect": tuple(detect),
@@ -99,7 +98,7 @@ class Firing:
     id: str | None
     message: int
     call: int
-    detector: Detector
+    detector: str
     count: int
     tool: str
     args: object

@@ -104,14 +104,14 @@ def did_you_mean(name: object, known: Sequence[str], what: str) -> str:
 def check_words(
     value: Any,
     detectors: Sequence[str],
-    fields: Mapping[str, Sequence[str]],
-    say: Callable[[str, str], object],
+    fields: Callable[[str, str], Sequence[str]],
+    say: Callable[[str, str, str], object],
 ) -> dict[str, dict[str, Any]]:
     """Validate reminder words: by detector (or `*`), by level, a format string or a function.
 
-    A format string may name only the level's `fields`, and must say something when `say`
-    renders it for the level with a value of every field; a detector must be one of
-    `detectors`.
+    A format string may name only the `fields` of its detector at its level, and must say
+    something when `say` renders it there with a value of every field; a detector must be one
+    of `detectors`.
     """
     if not isinstance(value, Mapping):
         raise ValueError(f"must map detector names (or *) to their words by level, got {value!r}")
@@ -130,9 +130,9 @@ def check_words(
                 hint = did_you_mean(level, levels, "levels")
                 raise ValueError(f"{detector}: unknown level {level!r}{hint}")
             if isinstance(words, str):
-                _check_format(words, fields["final" if level == "final" else "gentle"], where)
+                _check_format(words, fields(detector, level), where)
                 try:
-                    say(level, words)
+                    say(detector, level, words)
                 except Exception as error:
                     raise ValueError(f"{where}: cannot be said ({error})") from None
             elif not callable(words):

@@ -32,15 +32,16 @@ from ._checks import (
 )
 from ._detectors import PARTS
 from ._policy import Rules, ToolPolicy, compile_paths
-from ._reminder import WORD_FIELDS, Detector, ExitBehavior, sample_words, warn
+from ._reminder import ExitBehavior, sample_words, warn, word_fields
 from ._settings_file import read_settings, settings_text
 
 __all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
 
 _UNKNOWN = object()
 
-THRESHOLDS = tuple(dict.fromkeys(p.thresholds for p in PARTS.values() if p.thresholds))
-"""The fields of the detectors' own thresholds, in the detectors' order."""
+THRESHOLDS = tuple(f"{name}_thresholds" for name, part in PARTS.items() if part.settings)
+"""The short forms of the built-in detectors' thresholds (`stale_thresholds` for
+`detectors={"stale": {"thresholds": ...}}`), in the detectors' order."""
 
 
 class ConfigError(ValueError):
@@ -59,7 +60,8 @@ class ReminderFields(TypedDict, total=False):
     ignore_arguments: Mapping[str, Sequence[str]]
     progress: Literal["none", "result", "auto"]
     mode: Literal["remind", "observe"]
-    detect: Sequence[Detector]
+    detect: Sequence[str]
+    detectors: Mapping[str, Mapping[str, Any]]
     stale_thresholds: Sequence[int]
     same_error_thresholds: Sequence[int]
     recurring_error_thresholds: Sequence[int]
@@ -140,6 +142,12 @@ class ReminderConfig(BaseModel):
             four calls repeated, every call returning what it returned the round before) and
             `"same_output"` (calls of one tool with new arguments returning one output of 50
             characters or more).
+        detectors: Each detector's settings, by its name: its `thresholds` (the counts that
+            draw its reminders; the first draws a gentle one, every later one a detailed
+            one) and any option of its own, e.g. `{"stale": {"thresholds": [4]}}`. A detector
+            left out keeps its defaults (`thresholds` `[3]`). The built-in detectors'
+            thresholds have a short form each, below; give one or the other. (`repeat`'s are
+            `thresholds` and each tool's own rules.)
         stale_thresholds: Counts of identical results of one call that draw a reminder.
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
         recurring_error_thresholds: Failures of one call with one error, since it last
@@ -169,10 +177,13 @@ class ReminderConfig(BaseModel):
             `"end"` ends a run.
         words: Reminder words of your own, by detector (or `"*"` for every one) and level
             (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
-            ended): a format string naming only the reminder's fields (`reminder.WORD_FIELDS`)
-            or a function of the `Reminder` (or `Escalation`) that returns the text. A level
-            left out keeps the guard's words. Words that fail when said (a function that
-            raises) give way to the guard's own for that message, with one warning logged.
+            ended): a format string naming only the reminder's fields (`tool`, `count`,
+            `level`, `detector`, `arguments` and what its detector says: `error`, `variants`,
+            `varied`, `evidence`; the final words: `tool`, `count`, `detector`, `arguments`,
+            `limit`, `what`) or a function of the `Reminder` (or `Escalation`) that returns
+            the text. A level left out keeps the guard's words. Words that fail when said (a
+            function that raises) give way to the guard's own for that message, with one
+            warning logged.
         log_arguments: Whether the log lines quote the call's arguments (cut to
             `arguments_preview_chars`) beside their digest, for debugging. Off by default: a
             log line, and the message of `RepeatToolLoopError`, carry the tool, the count, the
@@ -204,6 +215,7 @@ class ReminderConfig(BaseModel):
     progress: Literal["none", "result", "auto"] = "none"
     mode: Literal["remind", "observe"] = "remind"
     detect: Sequence[str] = ("repeat",)  # the registry's names: a detector may be added
+    detectors: Mapping[str, Mapping[str, Any]] = _FrozenMapping({})
     stale_thresholds: Sequence[int] = (3,)
     same_error_thresholds: Sequence[int] = (3,)
     recurring_error_thresholds: Sequence[int] = (3,)
@@ -226,13 +238,14 @@ class ReminderConfig(BaseModel):
             super().__init__(**fields)
         except ValidationError as error:
             raise ConfigError(validation_problems(error)) from None
-        unused = [name for name in self.words if name != "*" and name not in self.detect]
-        if unused:
-            warn(
-                f"words for {', '.join(unused)}, which {'is' if len(unused) == 1 else 'are'} "
-                f"not detected: add {'it' if len(unused) == 1 else 'them'} to detect, or "
-                "leave the words out"
-            )
+        for what, given in (("words", self.words), ("settings", self.detectors)):
+            unused = [name for name in given if name != "*" and name not in self.detect]
+            if unused:
+                warn(
+                    f"{what} for {', '.join(unused)}, which {'is' if len(unused) == 1 else 'are'}"
+                    f" not detected: add {'it' if len(unused) == 1 else 'them'} to detect, or "
+                    f"leave the {what} out"
+                )
 
     @field_validator("thresholds", *THRESHOLDS, mode="before")
     @classmethod
@@ -330,7 +343,7 @@ class ReminderConfig(BaseModel):
     @field_validator("words", mode="before")
     @classmethod
     def _check_words(cls, value: Any) -> Mapping[str, Mapping[str, Any]]:
-        return check_words(value, tuple(PARTS), WORD_FIELDS, sample_words)
+        return check_words(value, tuple(PARTS), word_fields, sample_words)
 
     @field_validator("words", mode="after")
     @classmethod
@@ -343,6 +356,65 @@ class ReminderConfig(BaseModel):
             name: {level: _named(words) for level, words in said.items()}
             for name, said in value.items()
         }
+
+    @field_validator("detectors", mode="before")
+    @classmethod
+    def _check_detectors(cls, value: Any) -> dict[str, dict[str, Any]]:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must map detector names to their settings, got {value!r}")
+        known = tuple(PARTS)  # the registry as it is now: a detector registered after import
+        checked: dict[str, dict[str, Any]] = {}
+        for name, given in value.items():
+            if name not in known:
+                raise ValueError(f"unknown detector {name!r}{did_you_mean(name, known, 'they')}")
+            part = PARTS[name]
+            if not isinstance(given, Mapping):
+                raise ValueError(f"{name}: must map settings to values, got {given!r}")
+            own: dict[str, Any] = {}
+            for setting, setting_value in given.items():
+                if setting not in part.settings:
+                    hint = (
+                        did_you_mean(setting, tuple(part.settings), "they")
+                        if part.settings
+                        else "; it takes none: its thresholds are thresholds, and each tool's own"
+                    )
+                    raise ValueError(f"{name}: unknown setting {setting!r}{hint}")
+                try:
+                    own[setting] = (
+                        check_thresholds(setting_value)
+                        if setting == "thresholds"
+                        else part.check_setting(setting, setting_value)
+                    )
+                except ValueError as error:
+                    raise ValueError(f"{name}.{setting}: {error}") from None
+            checked[name] = own
+        return checked
+
+    @field_validator("detectors", mode="after")
+    @classmethod
+    def _freeze_detectors(cls, value: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+        return _FrozenMapping({name: _FrozenMapping(given) for name, given in value.items()})
+
+    @field_serializer("detectors")
+    def _dump_detectors(self, value: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {
+            name: {setting: list(v) if isinstance(v, tuple) else v for setting, v in given.items()}
+            for name, given in value.items()
+        }
+
+    @model_validator(mode="after")
+    def _merge_short_forms(self) -> ReminderConfig:
+        # `stale_thresholds` is `detectors={"stale": {"thresholds": ...}}` said short: one of
+        # the two, and the short form reads what the detector takes.
+        for short in THRESHOLDS:
+            name = short.removesuffix("_thresholds")
+            thresholds = self.detectors.get(name, {}).get("thresholds")
+            if thresholds is None:
+                continue
+            if short in self.model_fields_set:
+                raise ValueError(f"{short} and detectors.{name}.thresholds: give one, not both")
+            self.__dict__[short] = thresholds
+        return self
 
     @field_validator("log_arguments", mode="before")
     @classmethod
@@ -372,10 +444,7 @@ class ReminderConfig(BaseModel):
         if not over:
             return self
         detector, thresholds = over[0]
-        fewer = [
-            f"{PARTS[d].thresholds or 'thresholds'}={[t for t in own if t < limit]}"
-            for d, own in over
-        ]
+        fewer = [f"{_thresholds_keyword(d)}={[t for t in own if t < limit]}" for d, own in over]
         way = "" if any(own[0] >= limit for _, own in over) else " and ".join(dict.fromkeys(fewer))
         least = max(own[-1] for _, own in used) + 1
         way += " (reminders before the stop) or " if way else ""
@@ -384,10 +453,17 @@ class ReminderConfig(BaseModel):
             f"(the last is {thresholds[-1]}), got {limit}; pass {way}escalate_after \u2265 {least}"
         )
 
+    def detector_settings(self, detector: str) -> Mapping[str, Any]:
+        """A detector's settings: `detectors`' over its short form's thresholds, over its own."""
+        settings = dict(PARTS[detector].settings)
+        short = f"{detector}_thresholds"
+        if short in THRESHOLDS:
+            settings["thresholds"] = getattr(self, short)
+        return {**settings, **self.detectors.get(detector, {})}
+
     def detector_thresholds(self, detector: str) -> tuple[int, ...]:
-        """A detector's thresholds: its own field's, or `thresholds` for `repeat`."""
-        field = PARTS[detector].thresholds
-        return getattr(self, "thresholds" if field is None else field)  # type: ignore[no-any-return]
+        """A detector's thresholds: its settings', or `thresholds` for `repeat`."""
+        return self.detector_settings(detector).get("thresholds", self.thresholds)  # type: ignore[no-any-return]
 
     def model_post_init(self, __context: Any) -> None:
         """Compile the patterns once."""
@@ -525,6 +601,14 @@ def _valid(cls: type[ReminderConfig], fields: Mapping[str, Any]) -> bool:
         except ConfigError:
             return False
     return True
+
+
+def _thresholds_keyword(detector: str) -> str:
+    """Where a detector's thresholds are given, as the keyword a message names."""
+    if not PARTS[detector].settings:
+        return "thresholds"
+    short = f"{detector}_thresholds"
+    return short if short in THRESHOLDS else f"detectors.{detector}.thresholds"
 
 
 def _named(value: str | Callable[..., Any]) -> str:

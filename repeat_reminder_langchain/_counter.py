@@ -22,7 +22,7 @@ from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
 from ._detectors import PARTS, Part, Seen
 from ._policy import Levels, Rules, ToolPolicy
-from ._reminder import Detector, Escalation, Reminder, preview
+from ._reminder import Escalation, Reminder, preview
 
 __all__ = [
     "NOTHING",
@@ -188,7 +188,7 @@ class CallTrace(NamedTuple):
     position: int
     call: Call
     streak: int
-    counts: Mapping[Detector, int]
+    counts: Mapping[str, int]
     reminder: Reminder | None
     escalation: Escalation | None
 
@@ -248,12 +248,12 @@ class LoopCounter:
 
     __slots__ = (
         "_failure",
-        "_lasting",
         "_limit",
         "_minds",
         "_parts",
         "_preview",
         "_reads",
+        "_remembering",
         "_rules",
         "_stateful",
         "blocking",
@@ -266,27 +266,25 @@ class LoopCounter:
         # The detectors in use, in precedence order, each with its level table (None: the
         # tool's own rules).
         self._parts: tuple[tuple[Part, Levels | None], ...] = tuple(
-            (
-                part(config),
-                None if part.thresholds is None else Levels.of(getattr(config, part.thresholds)),
-            )
+            (part(config, settings), _levels(settings))
             for name, part in PARTS.items()
             if name in config.detect
+            for settings in (config.detector_settings(name),)
         )
         # Under the defaults (`repeat` alone) no part reads a result or keeps memory.
         self._stateful = any(part.remembers for part, _ in self._parts)
         self._minds: _Minds = tuple((part, levels, None) for part, levels in self._parts)
+        # Whether a part reads results: then each call's is read once, for every part, and
+        # judged a failure or not (`error_pattern`).
         self._reads = any(part.needs_result for part, _ in self._parts)
-        # What a failure is, judged once per call for every part that reads failures.
         pattern = config.error_pattern
-        reads_failures = any(part.reads_failures for part, _ in self._parts)
-        self._failure = re.compile(pattern) if pattern is not None and reads_failures else None
+        self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
-        # The memories a new user message leaves in place.
-        self._lasting = tuple(part for part, _ in self._parts if part.outlives_user)
+        # The parts asked what of their memory a new user message leaves in place.
+        self._remembering = tuple(part for part, _ in self._parts if part.remembers)
         self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -303,16 +301,16 @@ class LoopCounter:
     def reset(self, record: Record) -> Record:
         """The record after a new user message: no run of calls, nothing stale.
 
-        The turn stays counted, and the detectors that outlive the user keep what they say
+        The turn stays counted, and each detector keeps what it says of its memory
         (`Part.after_user`): a call that fails the same way after every user message is still
         a loop.
         """
         kept = cast("Record", {name: record[name] for name in ("turn", "system") if name in record})
         memories = record.get("detectors", {})
         lasting = {
-            part.name: part.after_user(memories[part.name])
-            for part in self._lasting
-            if part.name in memories
+            part.name: left
+            for part in self._remembering
+            if part.name in memories and (left := part.after_user(memories[part.name]))
         }
         if lasting:
             kept["detectors"] = lasting
@@ -433,7 +431,7 @@ class LoopCounter:
                         reminders = [*reminders, reminder]
                 if observe is not None:
                     counts = {part.name: number for part, _, _, number in found}
-                    observe(CallTrace(position, call, run, counts, reminder, stopped))  # type: ignore[arg-type]
+                    observe(CallTrace(position, call, run, counts, reminder, stopped))
             reminded = reaches_model and reminder is not None
         new: Record = {
             **record,
@@ -530,10 +528,10 @@ class LoopCounter:
                 level,
                 self._cut(arguments),
                 key,
-                part.name,  # type: ignore[arg-type]
+                part.name,
                 position=position,
                 # Details come from what a detector remembers: one that keeps nothing has none.
-                **(part.details(memory, self._cut) if part.remembers else {}),
+                details=part.details(memory, self._cut) if part.remembers else {},
             )
         return None
 
@@ -566,7 +564,7 @@ class LoopCounter:
             return Escalation(
                 call.tool,
                 number,
-                part.name,  # type: ignore[arg-type]
+                part.name,
                 self._cut(arguments),
                 behavior,
                 key,
@@ -581,13 +579,19 @@ class LoopCounter:
         return Escalation(
             call.tool,
             count,
-            detector,  # type: ignore[arg-type]
+            detector,
             self._cut(arguments),
             "end",
             digest(arguments),
             0,
             self._limit or 0,
         )
+
+
+def _levels(settings: Mapping[str, Any]) -> Levels | None:
+    """A detector's level table from its thresholds; None: each tool's own rules (`repeat`)."""
+    thresholds = settings.get("thresholds")
+    return None if thresholds is None else Levels.of(thresholds)
 
 
 def _keep(minds: _Minds, record: Record) -> None:

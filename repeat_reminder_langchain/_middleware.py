@@ -367,7 +367,7 @@ class RepeatToolReminderMiddleware(
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored the withheld tools): the call does not run, and the run then ends.
                 tool = str(request.tool_call.get("name") or "")
-                withheld = Escalation(tool, record.get("count", 0), asked, "", "finish")  # type: ignore[arg-type]
+                withheld = Escalation(tool, record.get("count", 0), asked, "", "finish")
                 return blocked_result(withheld, call_id)
             if not self._blocks:
                 return None

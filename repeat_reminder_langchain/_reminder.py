@@ -13,15 +13,11 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from ._detectors import DETECTORS as _DETECTORS
 from ._detectors import PARTS
 
 __all__ = [
-    "DETECTORS",
     "LOGGER_NAME",
     "SOURCE",
-    "WORD_FIELDS",
-    "Detector",
     "Escalation",
     "ExitBehavior",
     "Level",
@@ -36,6 +32,7 @@ __all__ = [
     "sample_words",
     "turn_tag",
     "warn",
+    "word_fields",
     "wrap",
 ]
 
@@ -103,11 +100,7 @@ def _outside(frame: FrameType | None) -> int:
 
 
 Level = Literal["gentle", "detailed"]
-Detector = Literal["repeat", "stale", "same_error", "recurring_error", "cycle", "same_output"]
 ExitBehavior = Literal["end", "finish", "error", "interrupt", "block"]
-
-DETECTORS = cast("tuple[Detector, ...]", _DETECTORS)
-"""Every detector, in the order they take precedence when several fire on one call."""
 
 _ESCALATION = (
     "Stopped: the agent was looping on `{tool}` ({what} {count} times). The run ended here "
@@ -151,12 +144,12 @@ class Reminder:
         arguments: The call's canonical arguments, cut to the preview cap.
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
         detector: Which detector fired.
-        error: For `same_error` and `recurring_error`, the error text, cut to the preview cap.
-        variants: For `same_error` and `same_output`, how many different argument sets hit
-            the error or returned the output.
         position: The call's position among the calls of its model turn.
-        evidence: What the detector saw besides the count, as lines its words quote (for
-            `cycle`, the calls of one round; for `same_output`, the output).
+        details: What the detector says besides the count, by the names its words use (its
+            `says`): `error` (`same_error`, `recurring_error`: the error text, cut to the
+            preview cap), `variants` (`same_error`, `same_output`: how many argument sets hit
+            the error or returned the output), `evidence` (`cycle`: the calls of one round;
+            `same_output`: the output).
         summary: A one-line label such as `grep × 5`.
 
     Example:
@@ -171,11 +164,9 @@ class Reminder:
     level: Level
     arguments: str
     digest: str = ""
-    detector: Detector = "repeat"
-    error: str = ""
-    variants: int = 1
+    detector: str = "repeat"
     position: int = 0
-    evidence: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict, hash=False)
     summary: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -203,18 +194,16 @@ class Reminder:
             own = entry[1]
         if callable(own):
             return _text(own(self))
-        varied = f", with {self.variants} different argument sets" if self.variants > 1 else ""
         return _text(
-            own.format(
-                tool=self.tool,
-                count=self.count,
-                level=self.level,
-                detector=self.detector,
-                arguments=self.arguments,
-                error=self.error,
-                variants=self.variants,
-                varied=varied,
-                evidence=self.evidence,
+            own.format_map(
+                _Said(
+                    self.details,
+                    tool=self.tool,
+                    count=self.count,
+                    level=self.level,
+                    detector=self.detector,
+                    arguments=self.arguments,
+                )
             )
         )
 
@@ -244,7 +233,7 @@ class Escalation:
 
     tool: str
     count: int
-    detector: Detector
+    detector: str
     arguments: str
     behavior: ExitBehavior
     digest: str = ""
@@ -296,14 +285,33 @@ WordsOf = Mapping[str, Mapping[str, "str | Callable[[Any], str]"]]
 `detailed`, or `final` for the last message of a run the guard ended), a format string or a
 function of the `Reminder` (or `Escalation`) that returns the text."""
 
-WORD_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "gentle": (
-        "tool", "count", "level", "detector", "arguments", "error", "variants", "varied",
-        "evidence",
-    ),
-    "final": ("tool", "count", "detector", "arguments", "limit", "what"),
-}  # fmt: skip
-"""The named fields a reminder's words may hold (`detailed` as `gentle`), and the final words'."""
+_REMINDER_FIELDS = ("tool", "count", "level", "detector", "arguments")
+_FINAL_FIELDS = ("tool", "count", "detector", "arguments", "limit", "what")
+
+
+def word_fields(detector: str, level: str) -> tuple[str, ...]:
+    """The names words may hold: a run's end's, or a detector's reminder's.
+
+    A reminder's are every reminder's and what its detector says (`says`; every detector's,
+    for `*`).
+    """
+    if level == "final":
+        return _FINAL_FIELDS
+    parts = PARTS.values() if detector == "*" else (PARTS[detector],)
+    return (*_REMINDER_FIELDS, *dict.fromkeys(name for part in parts for name in part.says))
+
+
+class _Said(dict[str, Any]):
+    """A reminder's values for its words: a name its detector does not say is said as "".
+
+    (Words for every detector, `*`, may name what one of them says and another does not.)
+    """
+
+    def __init__(self, details: Mapping[str, Any], **values: Any) -> None:
+        super().__init__(details, **values)
+
+    def __missing__(self, name: str) -> str:
+        return ""
 
 
 class Words:
@@ -343,12 +351,14 @@ class Words:
             return told.text
 
 
-def sample_words(level: str, words: str) -> str:
-    """`words` said for `level` by a reminder (or a run's end) with a value in every field."""
+def sample_words(detector: str, level: str, words: str) -> str:
+    """`words` said for a detector (or `*`) at `level`, with a value in every field it names."""
     if level == "final":
         told: Reminder | Escalation = Escalation("tool", 9, "repeat", "{}", "end", limit=9)
     else:
-        told = Reminder("tool", 3, cast("Level", level), "{}", error="E", variants=2, evidence="E")
+        parts = PARTS.values() if detector == "*" else (PARTS[detector],)
+        details = {name: value for part in parts for name, value in part.says.items()}
+        told = Reminder("tool", 3, cast("Level", level), "{}", details=details)
     return told.say({"*": {level: words}})
 
 

@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from repeat_reminder_langchain import ConfigError, ReminderConfig, ReminderFields
+from repeat_reminder_langchain import (
+    ConfigError,
+    ReminderConfig,
+    ReminderFields,
+    RepeatToolReminderWarning,
+)
 from repeat_reminder_langchain._config import resolve_config
 
 
@@ -243,3 +248,59 @@ def test_the_faces_keywords_are_exactly_the_configurations_fields() -> None:
     # The handler, node and middleware type their **fields with ReminderFields: a field added
     # to one and not the other would be refused, or untyped, at the call site.
     assert set(ReminderFields.__annotations__) == set(ReminderConfig.model_fields)
+
+
+def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> None:
+    long = ReminderConfig(detect=["stale"], detectors={"stale": {"thresholds": [5, 4]}})
+    short = ReminderConfig(detect=["stale"], stale_thresholds=[4, 5])
+    for config in (long, short):
+        assert config.detector_thresholds("stale") == (4, 5)
+        assert config.detector_settings("stale") == {"thresholds": (4, 5)}
+        assert config.stale_thresholds == (4, 5)  # the short form reads what it takes
+    assert ReminderConfig(detect=["stale"]).detector_settings("stale") == {"thresholds": (3,)}
+    assert ReminderConfig(thresholds=[2]).detector_thresholds("repeat") == (2,)
+    # The mapping is frozen and dumps as plain JSON, so the configuration stays a value.
+    assert hash(long) == hash(
+        ReminderConfig(detect=["stale"], detectors={"stale": {"thresholds": [4, 5]}})
+    )
+    assert long.model_dump(mode="json")["detectors"] == {"stale": {"thresholds": [4, 5]}}
+    with pytest.raises(TypeError):
+        long.detectors["stale"]["thresholds"] = (9,)  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (
+            {"stale_thresholds": [4], "detectors": {"stale": {"thresholds": [4]}}},
+            "stale_thresholds and detectors.stale.thresholds: give one, not both",
+        ),
+        (
+            {"detectors": {"stael": {}}},
+            "detectors: unknown detector 'stael'; did you mean 'stale'?",
+        ),
+        ({"detectors": ["stale"]}, "detectors: must map detector names to their settings"),
+        ({"detectors": {"stale": [3]}}, "detectors: stale: must map settings to values, got [3]"),
+        (
+            {"detectors": {"stale": {"treshold": [3]}}},
+            "detectors: stale: unknown setting 'treshold'; did you mean 'thresholds'?",
+        ),
+        (
+            {"detectors": {"repeat": {"thresholds": [3]}}},
+            "detectors: repeat: unknown setting 'thresholds'; it takes none: its thresholds are "
+            "thresholds, and each tool's own",
+        ),
+        (
+            {"detectors": {"cycle": {"thresholds": []}}},
+            "detectors: cycle.thresholds: must not be empty",
+        ),
+    ],
+)
+def test_a_detectors_settings_fail_loud(fields: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        ReminderConfig(detect=["repeat", "stale", "cycle"], **fields)
+
+
+def test_settings_for_a_detector_not_detected_warn() -> None:
+    with pytest.warns(RepeatToolReminderWarning, match="settings for stale, which is not detected"):
+        ReminderConfig(detectors={"stale": {"thresholds": [4]}})

@@ -160,7 +160,7 @@ def test_the_detector_contributing_shows_is_the_one_the_tests_register() -> None
     (shown,) = [b for b in python_blocks(ROOT / "CONTRIBUTING.md") if "class SameTool" in b]
     code = shown.split("\n", 1)[1]  # the excerpt's first line says where it is from
     assert code in text(ROOT / "tests" / "detectors" / "test_example.py")
-    assert len(code.splitlines()) <= 30
+    assert len(code.splitlines()) <= 40  # settings, words, memory and what it says: one screen
 
 
 SERVER_EXAMPLE = ROOT / "examples" / "langgraph_server"

@@ -46,15 +46,10 @@ def test_the_tag_says_what_fired() -> None:
 def test_each_detector_has_its_own_words_citing_the_evidence() -> None:
     stale = Reminder("cat", 4, "detailed", '{"path":"a"}', detector="stale").text
     assert "- identical_results: 4" in stale and '- arguments: {"path":"a"}' in stale
-    failing = Reminder("book", 5, "detailed", "{}", detector="same_error", error="no", variants=3)
+    details = {"error": "no", "variants": 3}
+    failing = Reminder("book", 5, "detailed", "{}", detector="same_error", details=details)
     assert "- consecutive_failures: 5" in failing.text
     assert "- argument_sets: 3" in failing.text and "- error: no" in failing.text
-    gentle = Reminder("book", 3, "gentle", "{}", detector="same_error", variants=1).text
-    assert "failed with the same error." in gentle  # one argument set: nothing to add
-    assert (
-        "3 different argument sets"
-        in Reminder("book", 3, "gentle", "{}", detector="same_error", variants=3).text
-    )
     assert "looping on `grep`" in Escalation("grep", 9, "repeat", "{}", "end").text
 
 

@@ -17,7 +17,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     from_guard,
 )
-from repeat_reminder_langchain._reminder import WORD_FIELDS, Words
+from repeat_reminder_langchain._reminder import Words, word_fields
 
 from .conftest import Guarded
 from .helpers import LoopModel, ask, reminders
@@ -86,7 +86,7 @@ def test_a_detectors_own_words_come_before_every_detectors() -> None:
         # Said with a value of every field when the guard is built, not first at a loop.
         ({"repeat": {"gentle": "{tool:d}"}}, "repeat.gentle: cannot be said (Unknown format code"),
         ({"repeat": {"final": "{count!x}"}}, "repeat.final: cannot be said (Unknown conversion"),
-        ({"repeat": {"detailed": "{variants:s}"}}, "repeat.detailed: cannot be said"),
+        ({"same_error": {"detailed": "{variants:s}"}}, "same_error.detailed: cannot be said"),
         ({"repeat": {"gentle": ""}}, "words: repeat.gentle: must not be empty"),
         ({"*": {"final": " \n"}}, "words: *.final: must not be empty"),
         ({"repat": {}}, "words: unknown detector 'repat'; did you mean 'repeat'?"),
@@ -104,9 +104,9 @@ def test_words_that_cannot_be_said_fail_at_construction(words: object, problem: 
 
 def test_the_fields_words_may_name_are_the_ones_a_reminder_has() -> None:
     reminder = Reminder("ls", 3, "gentle", "{}")
-    said = " ".join(f"{{{name}}}" for name in WORD_FIELDS["gentle"])
+    said = " ".join(f"{{{name}}}" for name in word_fields("*", "gentle"))
     assert reminder.say({"*": {"gentle": said}}).startswith("ls 3 gentle repeat {} ")
-    final = " ".join(f"{{{name}}}" for name in WORD_FIELDS["final"])
+    final = " ".join(f"{{{name}}}" for name in word_fields("*", "final"))
     stopped = Escalation("ls", 9, "repeat", "{}", "end", limit=9)
     assert stopped.say({"*": {"final": final}}).startswith("ls 9 repeat {} 9 the same call")
 
@@ -142,7 +142,7 @@ FAILING = {
     "a function that raises": {"repeat": {"gentle": _raises}},
     "a function that says nothing": {"repeat": {"gentle": lambda reminder: ""}},
     "a function that returns no text": {"*": {"gentle": lambda reminder: None}},
-    "a format string empty for its values": {"repeat": {"gentle": "{error}"}},
+    "a format string empty for its values": {"*": {"gentle": "{error}"}},
     "final words that raise": {"*": {"final": _raises}},
 }
 

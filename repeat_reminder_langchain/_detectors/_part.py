@@ -26,10 +26,10 @@ class Seen(NamedTuple):
         key: The fingerprint of the call's canonical arguments.
         streak: How many identical calls in a row it makes (the counter's run).
         result: The call's result; None when unknown.
-        failed: Whether the call failed: its result was marked as an error, or (for the parts
-            that read failures) its text matches `error_pattern`.
+        failed: Whether the call failed: its result was marked as an error, or its text
+            matches `error_pattern`.
         text: The result's text ("" when unknown).
-        outcome: The fingerprint of the result ("" when unknown or not needed).
+        outcome: The fingerprint of the result ("" when unknown).
         arguments: The call's canonical arguments, whole.
     """
 
@@ -54,7 +54,9 @@ class Words(NamedTuple):
 class Part(ABC):
     """A detector: the counter builds one per configuration and runs it on every tracked call.
 
-    Its class attributes tell the counter what it needs. What it remembers of an agent
+    Its settings (`settings`: its thresholds, and any option of its own) reach it by its name
+    (`ReminderConfig(detectors={name: {...}})`); what its reminder says beside the count is
+    one mapping (`details`), whose names its words use (`says`). What it remembers of an agent
     between turns is its own: it reads it (`start`) and writes it (`keep`) as a mapping of
     plain values, which the record keeps under its name; no other part sees it. A part
     overrides `see`, and the rest where it keeps a memory or says more than the count.
@@ -64,25 +66,37 @@ class Part(ABC):
     """The name `detect=` gives it."""
     words: ClassVar[Words]
     """What it says."""
-    thresholds: ClassVar[str | None] = None
-    """The `ReminderConfig` field of its thresholds; None: each tool's own rules."""
+    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,)}
+    """Its settings and their defaults: `thresholds`, the counts that draw its reminders (none:
+    each tool's own rules), and any option of its own, checked by `check_setting`."""
+    says: ClassVar[Mapping[str, Any]] = {}
+    """What its reminder says beside the count: each name `details` gives, with a sample value
+    (words are tried with it when a guard is built)."""
     counts: ClassVar[str] = "calls"
     """What its count counts, as the command line's help says it."""
     remembers: ClassVar[bool] = False
-    """Whether it keeps a memory of the agent between turns."""
-    outlives_user: ClassVar[bool] = False
-    """Whether its memory outlives a new user message."""
+    """Whether it keeps a memory of the agent between turns (then it sees every call)."""
     needs_result: ClassVar[bool] = True
     """Whether a call whose result is unknown tells it nothing."""
-    reads_failures: ClassVar[bool] = False
-    """Whether it reads `Seen.failed`: then the counter applies `error_pattern` to it."""
     before_run: ClassVar[bool] = False
     """Whether it counts a call before the call runs (so that `block` can refuse it)."""
     legacy: ClassVar[tuple[str, ...]] = ()
     """The fields of a record stored by 0.3 that held its memory (read by `upgrade`)."""
 
-    def __init__(self, config: Settings) -> None:  # noqa: B027 - a default, not a hook
-        """Compile what it needs of the configuration (most need nothing of it)."""
+    def __init__(self, config: Settings, settings: Mapping[str, Any]) -> None:  # noqa: B027
+        """Compile what it needs of the configuration and of its own settings (most need none)."""
+
+    @classmethod
+    def check_setting(cls, name: str, value: Any) -> Any:
+        """One of its own options as given, checked (`thresholds` is checked before this).
+
+        Raises:
+            ValueError: It is not what the option takes, saying why.
+        """
+        default = cls.settings[name]
+        if type(value) is not type(default):
+            raise ValueError(f"must be a {type(default).__name__}, got {value!r}")
+        return value
 
     def start(self, kept: Mapping[str, Any]) -> Any:
         """Its memory of an agent for one turn, from what it kept (empty the first time)."""
@@ -97,12 +111,12 @@ class Part(ABC):
         return None
 
     @classmethod
-    def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
-        """What it keeps of its memory once the user spoke (`outlives_user` parts): all of it."""
-        return kept
+    def after_user(cls, kept: dict[str, Any]) -> dict[str, Any] | None:
+        """What it keeps of its memory once the user spoke: nothing, unless it says so."""
+        return None
 
     def details(self, memory: Any, cut: Callable[[str], str]) -> Mapping[str, Any]:
-        """What its reminder says besides the count (`Reminder` fields); `cut` previews text."""
+        """What its reminder says besides the count (the names of `says`); `cut` previews text."""
         return {}
 
     @classmethod

@@ -9,7 +9,7 @@ before, so the agent is back where it was at the start of each round.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from typing_extensions import override
 
@@ -46,7 +46,7 @@ class Cycle(Part):
     """
 
     name = "cycle"
-    thresholds = "cycle_thresholds"
+    says: ClassVar[Mapping[str, Any]] = {"evidence": "  1. tool {}\n  2. other {}"}
     counts = "rounds of one sequence of calls"
     remembers = True
     words = Words(

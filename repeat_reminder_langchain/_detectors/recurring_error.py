@@ -9,7 +9,7 @@ failing call until that call succeeds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from typing_extensions import override
 
@@ -39,11 +39,9 @@ class RecurringError(Part):
     """
 
     name = "recurring_error"
-    thresholds = "recurring_error_thresholds"
+    says: ClassVar[Mapping[str, Any]] = {"error": "the error"}
     counts = "failures of one call with one error"
     remembers = True
-    reads_failures = True
-    outlives_user = True  # asking the user and trying the same call again still fails
     words = Words(
         gentle=(
             "`{tool}` has now failed {count} times with these same arguments and the same "
@@ -86,6 +84,11 @@ class RecurringError(Part):
     @override
     def keep(self, memory: _Failing) -> dict[str, Any] | None:
         return {"calls": memory.calls} if memory.calls else None
+
+    @override
+    @classmethod
+    def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
+        return kept  # asking the user and trying the same call again still fails
 
     @override
     def details(self, memory: _Failing, cut: Callable[[str], str]) -> Mapping[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
 from typing_extensions import override
 
 from ._part import Part, Seen, Words
@@ -12,6 +15,7 @@ class Repeat(Part):
 
     name = "repeat"
     # Its thresholds are each tool's own rules: `thresholds`, `repeat_every`, a tool's policy.
+    settings: ClassVar[Mapping[str, Any]] = {}
     needs_result = False
     before_run = True
     words = Words(

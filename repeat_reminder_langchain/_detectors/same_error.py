@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from typing_extensions import override
 
@@ -41,12 +41,14 @@ class SameError(Part):
     """
 
     name = "same_error"
-    thresholds = "same_error_thresholds"
+    says: ClassVar[Mapping[str, Any]] = {
+        "error": "the error",
+        "variants": 2,
+        "varied": ", with 2 different argument sets",
+    }
     counts = "consecutive identical failures"
     remembers = True
-    reads_failures = True
     legacy = ("failing", "error", "failures", "variants")
-    outlives_user = True  # a call that fails the same way after every user message still loops
     words = Words(
         gentle=(
             "The last {count} calls to `{tool}` failed with the same error{varied}. Repeating "
@@ -110,11 +112,14 @@ class SameError(Part):
     @override
     @classmethod
     def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
+        # A call that fails the same way after every user message still loops.
         return {**kept, "spoke": True}
 
     @override
     def details(self, memory: _Streak, cut: Callable[[str], str]) -> Mapping[str, Any]:
-        return {"error": cut(memory.text), "variants": len(memory.variants)}
+        variants = len(memory.variants)
+        varied = f", with {variants} different argument sets" if variants > 1 else ""
+        return {"error": cut(memory.text), "variants": variants, "varied": varied}
 
     @override
     @classmethod

@@ -9,7 +9,7 @@ several fixes returns one output too (on the labelled corpus, 4 of 28 such outpu
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from typing_extensions import override
 
@@ -44,10 +44,9 @@ class SameOutput(Part):
     """
 
     name = "same_output"
-    thresholds = "same_output_thresholds"
+    says: ClassVar[Mapping[str, Any]] = {"evidence": "the output", "variants": 2}
     counts = "calls of one tool returning one output"
     remembers = True
-    reads_failures = True
     words = Words(
         gentle=(
             "`{tool}` has now returned this same output {count} times, to {variants} different "

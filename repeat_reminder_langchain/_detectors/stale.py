@@ -33,7 +33,6 @@ class Stale(Part):
     """Counts how many times in a row one call returned one result, whatever came between."""
 
     name = "stale"
-    thresholds = "stale_thresholds"
     counts = "identical results of one call"
     remembers = True
     legacy = ("seen", "changes")

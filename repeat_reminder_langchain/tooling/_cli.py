@@ -234,8 +234,9 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
         help=f"repeat (default), {', '.join(list(PARTS)[1:])}, or all",
     )
     defaults = ReminderConfig()
-    for field in THRESHOLDS:  # each detector's own, as its part names it
-        name, part = next((n, p) for n, p in PARTS.items() if p.thresholds == field)
+    for field in THRESHOLDS:  # each built-in detector's own, by its short form
+        name = field.removesuffix("_thresholds")
+        part = PARTS[name]
         shown = ",".join(map(str, getattr(defaults, field)))
         add(
             f"--{field.replace('_', '-')}",

@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from .._canonical import canonicalize, result_text
 from .._config import BOOKKEEPING_TOOLS, ReminderConfig
 from .._policy import ToolPolicy
-from .._reminder import Detector, is_reminder, preview
+from .._reminder import is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
 from ._findings import (
     Audit,
@@ -63,7 +63,7 @@ _SHOWN = 100  # characters of arguments or results a finding or a call row keeps
 _Kept = tuple[tuple[int, int, int], int, ConversationAudit, list[TimelineCall]]  # rank first
 
 
-def exceeds(config: ReminderConfig, tool: str, counts: Mapping[Detector, int]) -> bool:
+def exceeds(config: ReminderConfig, tool: str, counts: Mapping[str, int]) -> bool:
     """Whether a call is wasted: a detector's count past that detector's first threshold."""
     for detector, count in counts.items():
         if detector == "repeat":

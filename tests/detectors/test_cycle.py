@@ -28,34 +28,34 @@ def counts(part: Cycle, calls: list[Seen]) -> list[int | None]:
 
 def test_a_round_is_counted_by_the_call_that_completes_it() -> None:
     a, b = seen("edit"), seen("run", "IndentationError")
-    assert counts(Cycle(CYCLES), [a, b, a, b, a, b]) == [None, None, None, 2, None, 3]
+    assert counts(Cycle(CYCLES, {}), [a, b, a, b, a, b]) == [None, None, None, 2, None, 3]
 
 
 @pytest.mark.parametrize("period", [3, 4])
 def test_sequences_of_three_and_four_calls_are_cycles(period: int) -> None:
     block = [seen(f"step{n}") for n in range(period)]
-    found = counts(Cycle(CYCLES), block * 3)
+    found = counts(Cycle(CYCLES, {}), block * 3)
     assert found[period * 2 - 1 :: period] == [2, 3]
     assert [n for n in found if n is not None] == [2, 3]
 
 
 def test_one_call_repeated_is_not_a_cycle_but_a_repeat() -> None:
-    assert counts(Cycle(CYCLES), [seen("grep")] * 8) == [None] * 8
+    assert counts(Cycle(CYCLES, {}), [seen("grep")] * 8) == [None] * 8
 
 
 def test_a_new_result_anywhere_in_the_round_breaks_the_cycle() -> None:
     a, b, b2 = seen("edit"), seen("run", "fails"), seen("run", "passes")
-    assert counts(Cycle(CYCLES), [a, b, a, b2, a, b]) == [None] * 6
+    assert counts(Cycle(CYCLES, {}), [a, b, a, b2, a, b]) == [None] * 6
 
 
 def test_a_cycle_of_two_calls_is_counted_as_two_not_four() -> None:
     # A B A B A B A B repeats every 2 calls and every 4: the shortest sequence is the cycle.
     a, b = seen("edit"), seen("run")
-    assert counts(Cycle(CYCLES), [a, b] * 4) == [None, None, None, 2, None, 3, None, 4]
+    assert counts(Cycle(CYCLES, {}), [a, b] * 4) == [None, None, None, 2, None, 3, None, 4]
 
 
 def test_the_reminder_lists_the_calls_of_one_round() -> None:
-    part = Cycle(CYCLES)
+    part = Cycle(CYCLES, {})
     memory = part.start({})
     for call in [seen("edit", "", '{"line":3}'), seen("run", "IndentationError")] * 2:
         part.see(memory, call)
@@ -65,7 +65,7 @@ def test_the_reminder_lists_the_calls_of_one_round() -> None:
 
 
 def test_the_memory_is_kept_between_turns_and_read_back() -> None:
-    part = Cycle(CYCLES)
+    part = Cycle(CYCLES, {})
     memory = part.start({})
     a, b = seen("edit"), seen("run")
     for call in [a, b, a]:

@@ -25,7 +25,7 @@ def seen(key: str = "k", text: str = "Error: card declined", tool: str = "book")
 
 
 def test_the_part_counts_one_calls_failures_with_one_error() -> None:
-    part = RecurringError(RECURRING)
+    part = RecurringError(RECURRING, {})
     memory = part.start({})
     assert part.see(memory, seen("a")) == 1
     assert part.see(memory, seen("b")) == 1  # another call: a count of its own
@@ -36,7 +36,7 @@ def test_the_part_counts_one_calls_failures_with_one_error() -> None:
 
 
 def test_a_success_of_the_call_forgets_its_failures() -> None:
-    part = RecurringError(RECURRING)
+    part = RecurringError(RECURRING, {})
     memory = part.start({})
     part.see(memory, seen("a"))
     part.see(memory, seen("a"))
@@ -46,7 +46,7 @@ def test_a_success_of_the_call_forgets_its_failures() -> None:
 
 
 def test_it_remembers_the_latest_failing_calls_only() -> None:
-    part = RecurringError(RECURRING)
+    part = RecurringError(RECURRING, {})
     memory = part.start({})
     for n in range(CALLS + 1):
         part.see(memory, seen(str(n)))
@@ -81,7 +81,7 @@ def test_failures_count_across_other_tools_and_user_messages() -> None:
         found += [(r.detector, r.level, r.count) for r in counted.reminders]
     assert found == [("recurring_error", "gentle", 3), ("recurring_error", "detailed", 4)]
     (reminder,) = counted.reminders
-    assert reminder.error == "Error: card declined"
+    assert reminder.details == {"error": "Error: card declined"}
     assert "- failures_since_last_success: 4" in reminder.text
 
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import get_args
+import string
 
 import pytest
 
 from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig
 from repeat_reminder_langchain._detectors import DETECTORS, PARTS, Seen
 from repeat_reminder_langchain._detectors.repeat import Repeat
-from repeat_reminder_langchain._reminder import Detector
+from repeat_reminder_langchain._reminder import word_fields
 
 from ..helpers import c, play
 
 
 def test_the_part_counts_the_counters_streak_and_keeps_no_memory() -> None:
-    part = Repeat(ReminderConfig())
+    part = Repeat(ReminderConfig(), {})
     memory = part.start({"count": 4})
     assert memory is None
     assert part.see(memory, Seen("probe", "k", 4)) == 4  # no result needed: known before it runs
@@ -33,7 +33,12 @@ def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
 
 def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
     assert DETECTORS == ("repeat", "same_error", "recurring_error", "stale", "cycle", "same_output")
-    assert set(get_args(Detector)) == set(DETECTORS)  # the type names every one
+    # What each one's words name beside the count is what it says (`says`), and no more.
+    for name in DETECTORS:
+        words = PARTS[name].words
+        for level, text in (("gentle", words.gentle), ("detailed", words.detailed)):
+            named = {field for _, field, _, _ in string.Formatter().parse(text) if field}
+            assert named <= set(word_fields(name, level)), (name, level)
     assert all(PARTS[name].name == name for name in DETECTORS)
     # `detect=` takes them in any order and keeps the registry's.
     assert ReminderConfig(detect=["stale", "repeat"]).detect == ("repeat", "stale")
@@ -44,11 +49,11 @@ def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
 @pytest.mark.parametrize("name", DETECTORS)
 def test_each_detectors_words_are_its_own(name: str) -> None:
     words = PARTS[name].words
-    gentle = Reminder("probe", 3, "gentle", "{}", detector=name)  # type: ignore[arg-type]
-    detailed = Reminder("probe", 5, "detailed", "{}", detector=name)  # type: ignore[arg-type]
-    fields = {"tool": "probe", "arguments": "{}", "error": "", "variants": 1, "varied": ""}
-    fields["evidence"] = ""
+    says = PARTS[name].says
+    gentle = Reminder("probe", 3, "gentle", "{}", detector=name, details=says)
+    detailed = Reminder("probe", 5, "detailed", "{}", detector=name, details=says)
+    fields = {"tool": "probe", "arguments": "{}", **says}
     assert gentle.text == words.gentle.format(count=3, **fields)
     assert detailed.text == words.detailed.format(count=5, **fields)
-    stopped = Escalation("probe", 9, name, "{}", "end")  # type: ignore[arg-type]
+    stopped = Escalation("probe", 9, name, "{}", "end")
     assert words.stopped in stopped.text

@@ -24,12 +24,16 @@ def failed(key: str = "k", text: str = "Error: no", *, marked: bool = False) -> 
 
 
 def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() -> None:
-    part = SameError(ERRORS)
+    part = SameError(ERRORS, {})
     memory = part.start({})
     assert part.see(memory, failed("a")) == 1
     assert part.see(memory, failed("b")) == 2  # other arguments, the same error
     assert part.see(memory, failed("c", "boom", marked=True)) == 1  # another error
-    assert part.details(memory, lambda text: text[:2]) == {"error": "bo", "variants": 1}
+    assert part.details(memory, lambda text: text[:2]) == {
+        "error": "bo",
+        "variants": 1,
+        "varied": "",
+    }
     kept = part.keep(memory)
     assert kept is not None
     assert sorted(kept) == ["error", "failures", "tool", "variants"]
@@ -39,7 +43,7 @@ def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() ->
 
 
 def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak() -> None:
-    part = SameError(ERRORS)
+    part = SameError(ERRORS, {})
     memory = part.start({})
     part.see(memory, failed("a"))
     part.see(memory, failed("b"))
@@ -71,12 +75,13 @@ def test_same_error_counts_failures_with_one_error_text_and_their_argument_sets(
         assert counted.record is not None
         record = counted.record
     (reminder,) = counted.reminders
-    assert (reminder.detector, reminder.count, reminder.variants, reminder.error) == (
-        "same_error",
-        3,
-        2,
-        "boom",
-    )
+    assert (reminder.detector, reminder.count) == ("same_error", 3)
+    assert reminder.details == {
+        "error": "boom",
+        "variants": 2,
+        "varied": ", with 2 different argument sets",
+    }
+    assert "failed with the same error, with 2 different argument sets." in reminder.text
     assert [entry.counts for entry in trace] == [{"same_error": n} for n in (1, 2, 3)]
     # What the events, logs and audit show of it: the call's arguments, digest and place.
     assert (reminder.arguments, reminder.digest) == ('{"n":0}', record["key"])

@@ -27,7 +27,7 @@ def seen(key: str = "k", text: str = OUTPUT, tool: str = "bash") -> Seen:
 
 
 def test_the_part_counts_one_tools_calls_returning_one_output_from_new_arguments() -> None:
-    part = SameOutput(SAME_OUTPUT)
+    part = SameOutput(SAME_OUTPUT, {})
     memory = part.start({})
     assert part.see(memory, seen("a")) is None  # one argument set: the same call again
     assert part.see(memory, seen("a")) is None
@@ -39,7 +39,7 @@ def test_the_part_counts_one_tools_calls_returning_one_output_from_new_arguments
 
 
 def test_short_outputs_and_failures_are_not_counted() -> None:
-    part = SameOutput(SAME_OUTPUT)
+    part = SameOutput(SAME_OUTPUT, {})
     memory = part.start({})
     short = " " * MIN_OUTPUT + "x" * (MIN_OUTPUT - 1)  # long, but short once stripped
     failure = "Error: " + "x" * MIN_OUTPUT
@@ -51,7 +51,7 @@ def test_short_outputs_and_failures_are_not_counted() -> None:
 
 
 def test_it_remembers_the_latest_outputs_only() -> None:
-    part = SameOutput(SAME_OUTPUT)
+    part = SameOutput(SAME_OUTPUT, {})
     memory = part.start({})
     for n in range(OUTPUTS + 1):
         part.see(memory, seen("a", f"{n:>3} {OUTPUT}"))
@@ -105,7 +105,7 @@ def test_the_reminder_quotes_the_output_and_the_argument_sets() -> None:
         counted = counter.count(record, Turn(name, (run(name),)))
         record = counted.record or record
     (reminder,) = counted.reminders
-    assert reminder.variants == 3 and reminder.evidence == OUTPUT
+    assert reminder.details == {"variants": 3, "evidence": OUTPUT}
     assert "returned this same output 3 times, to 3 different sets of arguments" in reminder.text
     assert OUTPUT in reminder.text
 

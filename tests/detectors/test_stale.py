@@ -24,7 +24,7 @@ def seen(tool: str = "probe", key: str = "k", text: str = "r", outcome: str = ""
 
 
 def test_the_part_counts_one_calls_identical_results_and_keeps_its_memory_alone() -> None:
-    part = Stale(STALE)
+    part = Stale(STALE, {})
     memory = part.start({})
     assert [part.see(memory, seen()) for _ in range(3)] == [1, 2, 3]
     assert part.see(memory, seen(key="other")) == 1
@@ -37,7 +37,7 @@ def test_the_part_counts_one_calls_identical_results_and_keeps_its_memory_alone(
 
 
 def test_the_part_starts_every_count_over_when_a_call_returns_something_new() -> None:
-    part = Stale(STALE)
+    part = Stale(STALE, {})
     memory = part.start({})
     part.see(memory, seen(key="a"))
     part.see(memory, seen(key="b", text="one"))

@@ -165,6 +165,7 @@ def test_every_guard_option_reaches_the_config(
         "progress": "result",
         "mode": "remind",
         "detect": ["repeat", "same_error", "recurring_error", "stale", "cycle", "same_output"],
+        "detectors": {},
         "stale_thresholds": [4],
         "same_error_thresholds": [2, 6],
         "recurring_error_thresholds": [4],
