@@ -43,7 +43,8 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain._messages import reminder_message
+from repeat_reminder_langchain._messages import placed, reminder_message
+from repeat_reminder_langchain._reminder import SOURCE
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
 from .floor import FloorMiddleware
@@ -101,15 +102,19 @@ class Recorded:
     calls: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
 
 
+_STORED_AT = (4, 8, 12)  # where the history holds reminders the guard stored earlier
+
+
 def _turns(size: int, stored: bool) -> list[list[BaseMessage]]:
     """`TURNS` conversations of `size` messages, each ending with a new answered turn.
 
-    With `stored`, the history holds reminders the guard stored earlier, as it stores them.
+    With `stored`, the history holds reminders the guard stored earlier, as it stores them
+    (system messages, the default form; the record notes where: `_stored_record`).
     """
     base = history(size)[:-2]
     if stored:
-        for index in (4, 8, 12):
-            base[index] = reminder_message(Reminder("lookup", 3, "gentle", "{}"), "human")
+        for index in _STORED_AT:
+            base[index] = reminder_message(Reminder("lookup", 3, "gentle", "{}"), "system")
     turns = []
     for index in range(TURNS):
         turn = tool_turn(1_000_000 + index)
@@ -125,10 +130,14 @@ def _record(
 
     Also returns the CPU seconds spent in the hook `timed`, call by call.
     """
-    model = ScriptedModel(messages=iter(()))
+    model = ScriptedModel(messages=iter(()))  # it takes no system message mid-conversation
     hooks = _hooks(middleware)
     recorded = Recorded(middleware, {hook: [] for hook in hooks})
+    turns = _turns(size, stored)
     fields: dict[str, Any] = {}
+    if stored:  # the guard's record of the earlier turns, which stored the reminders
+        at = [placed(index, turns[0][index]) for index in _STORED_AT]
+        fields[SOURCE] = {middleware.name: {"system_at": at}}
     clock = time.perf_counter
     spent = 0.0
 
@@ -147,7 +156,7 @@ def _record(
             if key not in ("messages", "jump_to"):
                 fields[key] = value
 
-    for index, messages in enumerate(_turns(size, stored)):
+    for index, messages in enumerate(turns):
         state = {"messages": messages, **fields}
         if "before_model" in hooks:
             keep(run("before_model", state, None))

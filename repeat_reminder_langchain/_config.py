@@ -345,16 +345,18 @@ class ReminderConfig(BaseModel):
     def _check_words(cls, value: Any) -> Mapping[str, Mapping[str, Any]]:
         return check_words(value, tuple(PARTS), word_fields, sample_words)
 
-    @field_validator("words", mode="after")
+    @field_validator("words", "detectors", mode="after")
     @classmethod
-    def _freeze_words(cls, value: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
-        return _FrozenMapping({name: _FrozenMapping(said) for name, said in value.items()})
+    def _freeze_by_detector(cls, value: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+        return _FrozenMapping({name: _FrozenMapping(given) for name, given in value.items()})
 
-    @field_serializer("words")
-    def _dump_words(self, value: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    @field_serializer("words", "detectors")
+    def _dump_by_detector(
+        self, value: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
         return {
-            name: {level: _named(words) for level, words in said.items()}
-            for name, said in value.items()
+            name: {key: _plain(item) for key, item in given.items()}
+            for name, given in value.items()
         }
 
     @field_validator("detectors", mode="before")
@@ -389,18 +391,6 @@ class ReminderConfig(BaseModel):
                     raise ValueError(f"{name}.{setting}: {error}") from None
             checked[name] = own
         return checked
-
-    @field_validator("detectors", mode="after")
-    @classmethod
-    def _freeze_detectors(cls, value: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
-        return _FrozenMapping({name: _FrozenMapping(given) for name, given in value.items()})
-
-    @field_serializer("detectors")
-    def _dump_detectors(self, value: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {
-            name: {setting: list(v) if isinstance(v, tuple) else v for setting, v in given.items()}
-            for name, given in value.items()
-        }
 
     @model_validator(mode="after")
     def _merge_short_forms(self) -> ReminderConfig:
@@ -609,6 +599,13 @@ def _thresholds_keyword(detector: str) -> str:
         return "thresholds"
     short = f"{detector}_thresholds"
     return short if short in THRESHOLDS else f"detectors.{detector}.thresholds"
+
+
+def _plain(item: Any) -> Any:
+    """A setting as plain JSON: thresholds as a list, a function of the user's words by name."""
+    if isinstance(item, tuple):
+        return list(item)
+    return _named(item) if callable(item) else item
 
 
 def _named(value: str | Callable[..., Any]) -> str:

@@ -94,8 +94,11 @@ class Record(TypedDict, total=False):
             model answering, tells whether it changed course).
         detectors: What each detector that keeps a memory remembers of the agent, under its
             name, as it writes it (`repeat` keeps none: its count is the run above).
-        system: Whether reminders were stored as system messages that a model may have to be
-            sent as user turns (kept by the middleware).
+        system_at: Where the reminders stored as system messages are in the conversation, each
+            its position and the end of its id (`_messages.placed`): a model that takes no
+            system message mid-conversation is sent them as user turns, found there.
+        system: Whether reminders were stored as system messages with no note of where (a
+            record stored by 0.3): such a model's conversation is then searched for them.
         finishing: The detector whose loop the model was asked to end with its answer, its
             tools withheld (`exit_behavior="finish"`), until the user speaks again.
     """
@@ -107,6 +110,7 @@ class Record(TypedDict, total=False):
     result: str
     reminded: bool
     detectors: dict[str, dict[str, Any]]
+    system_at: list[list[Any]]
     system: bool
     finishing: str
 
@@ -151,6 +155,10 @@ def read_record(data: object) -> Record:
                 raise RecordError(f"stored {name} memory is not valid: {problem}") from None
     return data  # type: ignore[return-value]
 
+
+# What outlives a user message besides the detectors' memories: the turn counted, and where the
+# reminders stored in the conversation are (they stay in it).
+_LASTING = ("turn", "system_at", "system")
 
 # The fields in which 0.3 kept the detectors' memories, each detector's own.
 _LEGACY = frozenset(field for part in PARTS.values() for field in part.legacy)
@@ -305,7 +313,7 @@ class LoopCounter:
         (`Part.after_user`): a call that fails the same way after every user message is still
         a loop.
         """
-        kept = cast("Record", {name: record[name] for name in ("turn", "system") if name in record})
+        kept = cast("Record", {name: value for name, value in record.items() if name in _LASTING})
         memories = record.get("detectors", {})
         lasting = {
             part.name: left

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -29,7 +29,7 @@ from ._conversation import read_state, read_turn
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
-from ._messages import escalation_message, finish_message, reminder_message, stored_as_user_turns
+from ._messages import escalation_message, finish_message, placed, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._reminder import LOGGER_NAME, Escalation, Words, warn
@@ -102,8 +102,6 @@ class Guard:
         name: The instance's name (its metrics carry it).
         records: Where the face keeps its records.
         meter_provider: Where its OpenTelemetry metrics go (see `metrics_for`).
-        marks_system: Whether a record says that reminders were stored as system messages
-            (the middleware, which rewrites them when its model turns out not to take them).
         keeps_run: Whether the state keeps the invocation's id (`RUN_FIELD`): the update of
             its first report writes it, so that the later ones carry the same.
     """
@@ -113,7 +111,6 @@ class Guard:
         "config",
         "counter",
         "keeps_run",
-        "marks_system",
         "name",
         "reaches_model",
         "records",
@@ -129,7 +126,6 @@ class Guard:
         name: str,
         records: Records,
         meter_provider: MeterProviderOption = None,
-        marks_system: bool = False,
         keeps_run: bool = False,
     ) -> None:
         self.config = config
@@ -139,7 +135,6 @@ class Guard:
         self.tool_policies = ToolPolicies()
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
-        self.marks_system = marks_system
         self.keeps_run = keeps_run
         self.words = Words(config.words) if config.words else None  # most guards have none
         # Whether a loop it stops asks a human, with no run seen yet that cannot resume.
@@ -150,7 +145,6 @@ class Guard:
         where: Any,
         conversation: Sequence[BaseMessage] | Turn,
         *,
-        keeps_system: bool | None = None,
         run_config: RunnableConfig | None = None,
         delivery: Delivery = "sent",
         answer_only: bool = False,
@@ -161,9 +155,6 @@ class Guard:
         Args:
             where: Where the record is, as the face's `records` finds it.
             conversation: The conversation, or the turn a face read from it.
-            keeps_system: Whether the model takes a system message mid-conversation (None:
-                not known yet). When it does not, reminders are added as user turns, and the
-                ones a record says were stored as system messages are rewritten as such.
             run_config: The config of the run the step is for (None: the current graph run's).
             delivery: `"undelivered"` for a face that cannot add messages: then nothing is
                 acted on, and the step reports its reminders as not delivered.
@@ -178,15 +169,11 @@ class Guard:
         record = records.read(where)
         if answer_only and not record.get("reminded"):
             return None  # most runs: no reminder waits for its answer
-        # Stored system reminders to rewrite, now that the model is known not to take them.
-        converts = keeps_system is False and record.get("system", False) and not answer_only
         if type(conversation) is Turn:
             turn = conversation
         else:
             turn = read_turn(conversation, record.get("turn", ""), not_user=self.counter.not_user)  # type: ignore[arg-type]
-            if (turn is NOTHING and not converts) or (
-                answer_only and (turn.id or not turn.answered)
-            ):
+            if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
         found = self.counter.count(
@@ -197,11 +184,10 @@ class Guard:
             # Most turns: nothing to tell, only the record to keep. (A face that cannot add
             # messages acts on nothing, and reports what it found as not delivered.)
             messages: list[BaseMessage] = []
-            if found.record is None and not converts:
+            if found.record is None:
                 update: dict[str, Any] = {}
             else:
-                record = found.record or record
-                update, messages = self._keep(where, record, [], conversation, converts=converts)
+                update = self._keep(where, found.record, messages, conversation)
             if quiet:
                 told = _make(Report, (found, self.stats, self.config, delivery, None, None, None))
             else:
@@ -212,8 +198,6 @@ class Guard:
             found,
             turn=turn,
             conversation=conversation,
-            converts=converts,
-            kind="human" if keeps_system is False else self.config.message_type,
             run_config=run_config or current_run_config(),
             invocation=invocation,
         )
@@ -249,8 +233,6 @@ class Guard:
         *,
         turn: Turn,
         conversation: Sequence[BaseMessage] | Turn,
-        converts: bool,
-        kind: Literal["system", "human"],
         run_config: RunnableConfig | None,
         invocation: object,
     ) -> Step:
@@ -264,6 +246,7 @@ class Guard:
         """
         record: Record = found.record or {}
         escalation = found.escalation
+        kind = self.config.message_type  # the one form a reminder is stored in, on every face
         told = self._told(found, "sent", run_config, invocation)
         messages: list[BaseMessage] = []
         end = answered = False
@@ -287,7 +270,7 @@ class Guard:
             messages, end = [escalation_message(escalation, self.words)], True
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
-            update, messages = self._keep(where, record, messages, conversation, converts=converts)
+            update = self._keep(where, record, messages, conversation)
             if self.keeps_run and told.run not in (None, invocation):
                 update[RUN_FIELD] = told.run
         return Step(found, update, messages, end, stop, None if answered else told, turn)
@@ -298,21 +281,19 @@ class Guard:
         record: Record,
         messages: list[BaseMessage],
         conversation: Sequence[BaseMessage] | Turn,
-        *,
-        converts: bool,
-    ) -> tuple[dict[str, Any], list[BaseMessage]]:
-        """The state update that keeps the record, and the messages to add with it.
+    ) -> dict[str, Any]:
+        """The state update that keeps the record.
 
-        Where reminders may be stored as system messages (the middleware's records), the
-        record says so; once the model is known not to take them (`converts`), the stored
-        ones are rewritten as user turns, replacing them by id, and the record says so no more.
+        The record notes where the reminders added as system messages land in the
+        conversation (after its last message, in order), so that a model that takes none can
+        be sent them as user turns without a search.
         """
-        if converts:
-            messages = [*stored_as_user_turns(conversation), *messages]  # type: ignore[arg-type]
-            record = {**record, "system": False}
-        elif self.marks_system and any(message.type == "system" for message in messages):
-            record = {**record, "system": True}
-        return self.records.write(where, record), messages
+        if type(conversation) is not Turn:
+            end = len(conversation)
+            at = [placed(end + i, m) for i, m in enumerate(messages) if m.type == "system"]
+            if at:
+                record = {**record, "system_at": [*record.get("system_at", ()), *at]}
+        return self.records.write(where, record)
 
     def _ask(
         self, record: Record, escalation: Escalation

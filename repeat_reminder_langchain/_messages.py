@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -35,9 +35,10 @@ __all__ = [
     "escalation_message",
     "finish_message",
     "keeps_system_messages",
+    "placed",
     "prepare_messages",
     "reminder_message",
-    "stored_as_user_turns",
+    "with_user_turns",
 ]
 
 
@@ -137,9 +138,39 @@ def as_user_turn(message: BaseMessage) -> HumanMessage:
     )
 
 
-def stored_as_user_turns(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The system reminders stored in `messages`, as the user turns that replace them (same ids)."""
-    return [as_user_turn(m) for m in messages if m.type == "system" and is_reminder(m) and m.id]
+_TAIL = 8  # characters of a reminder's id (of its random part) that a record keeps
+
+
+def placed(position: int, message: BaseMessage) -> list[Any]:
+    """Where a reminder stored as a system message is, as a record keeps it.
+
+    Its position in the conversation, and the end of its id: enough to tell it from another
+    message there, and small enough that a record of many reminders stays small.
+    """
+    return [position, (message.id or "")[-_TAIL:]]
+
+
+def with_user_turns(
+    messages: Sequence[BaseMessage], at: Sequence[object]
+) -> list[BaseMessage] | None:
+    """`messages` with the system reminders stored `at` (as `placed` says) as user turns.
+
+    None when one is not where it was stored (the conversation was rewritten, or a request's
+    messages are not the stored ones): `prepare_messages` then finds them wherever they are.
+    Looking only where they are costs a model call a copy of the list, not a search of it.
+    """
+    sent = list(messages)
+    for entry in at:
+        if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int:
+            return None
+        position, tail = entry
+        message = sent[position] if 0 <= position < len(sent) else None
+        if message is None or message.type != "system" or placed(0, message)[1] != tail:
+            return None
+        if not is_reminder(message):
+            return None  # a system message of the user's, never rewritten
+        sent[position] = as_user_turn(message)
+    return sent
 
 
 def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[BaseMessage]:

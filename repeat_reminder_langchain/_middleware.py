@@ -29,7 +29,7 @@ from ._conversation import read_turn
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
-from ._messages import blocked_result, keeps_system_messages, prepare_messages
+from ._messages import blocked_result, keeps_system_messages, prepare_messages, with_user_turns
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
@@ -119,9 +119,11 @@ class RepeatToolReminderMiddleware(
     instances whose `include` or `exclude` differ get different names by themselves;
     otherwise give each a `name`.
 
-    A `SystemMessage` reminder (the default `message_type`) reaches a model whose profile
-    does not declare `mid_conversation_system_messages` as a `<system-reminder>` user turn,
-    and is kept in that form, so that the conversation in state is what the model read.
+    A reminder is stored as `message_type` says: a `SystemMessage` (the default), or a
+    `<system-reminder>` user turn. A stored `SystemMessage` reminder goes to a model whose
+    profile does not declare `mid_conversation_system_messages` as a `<system-reminder>` user
+    turn, in that request only: an instance shared by agents on different models sends each
+    model what it takes.
 
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
@@ -176,16 +178,12 @@ class RepeatToolReminderMiddleware(
             name=self._name,
             records=self._store,
             meter_provider=meter_provider,
-            marks_system=True,
             keeps_run=True,
         )
         self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking
         self._finishes = self._guard.reaches_model and self.config.exit_behavior == "finish"
-        # The chat model and the tools seen last, and whether that model takes a system
-        # message mid-conversation: reminders are stored in the form it takes.
-        self._model: object = None
-        self._keeps_system: bool | None = None
+        # The tools whose policies were read last: read again only when a request has others.
         self._tools: object = None
 
     @property
@@ -236,7 +234,7 @@ class RepeatToolReminderMiddleware(
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
     ) -> ModelResponse[ResponseT]:
-        """Learn the model and the tools; send stored system reminders as it takes them.
+        """Send stored system reminders as the request's model takes them; learn the tools.
 
         After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
         """
@@ -248,7 +246,7 @@ class RepeatToolReminderMiddleware(
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
     ) -> ModelResponse[ResponseT]:
-        """Learn the model and the tools; send stored system reminders as it takes them.
+        """Send stored system reminders as the request's model takes them; learn the tools.
 
         After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
         """
@@ -281,12 +279,7 @@ class RepeatToolReminderMiddleware(
     ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
         """The turn's state update, what stops the run, and the events still to be awaited."""
         try:
-            step = self._guard.step(
-                state,
-                state["messages"],
-                keeps_system=self._keeps_system,
-                invocation=state.get(RUN_FIELD),
-            )
+            step = self._guard.step(state, state["messages"], invocation=state.get(RUN_FIELD))
             update = None if step is None else self._update(step)
         except RepeatToolReminderWarning:
             raise  # a warning the user's warning filter made an error
@@ -326,23 +319,29 @@ class RepeatToolReminderMiddleware(
     # -- model calls ----------------------------------------------------------------------
 
     def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
-        """The request, with stored system reminders as user turns if the model needs them."""
+        """The request, with stored system reminders as user turns if its model needs them.
+
+        Decided for this request alone, from its own model: nothing of one request's model is
+        kept for the next, which may be another agent's.
+        """
         try:
-            if request.model is not self._model:
-                self._model = request.model
-                self._keeps_system = keeps_system_messages(request.model)
             if request.tools is not self._tools:
                 self._tools = request.tools
                 for tool in request.tools or ():
                     self.tool_policies.learn(
                         getattr(tool, "name", None), getattr(tool, "metadata", None)
                     )
-            if self._finishes and self._entry(request.state).get("finishing"):
+            entry = self._entry(request.state)
+            if self._finishes and entry.get("finishing"):
                 # Asked for its answer: the model's last call, with no tool to call.
                 request = request.override(tools=[], tool_choice=None)
-            if self._keeps_system or self._entry(request.state).get("system") is not True:
-                return request  # most calls: nothing stored to convert
-            messages = prepare_messages(request.messages, request.model)
+            at, anywhere = entry.get("system_at"), entry.get("system") is True
+            if not (at or anywhere) or keeps_system_messages(request.model):
+                return request  # most calls: nothing stored that this model cannot take
+            # Where the record says, or, where it cannot say, wherever they are.
+            messages = with_user_turns(request.messages, at) if at and not anywhere else None
+            if messages is None:
+                messages = prepare_messages(request.messages, request.model)
             return request.override(messages=cast("list[AnyMessage]", messages))
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")

@@ -20,8 +20,9 @@ from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
     escalation_message,
+    placed,
     reminder_message,
-    stored_as_user_turns,
+    with_user_turns,
 )
 from repeat_reminder_langchain._reminder import is_reminder, wrap
 
@@ -63,13 +64,24 @@ def test_a_user_turn_rendering_keeps_name_id_and_tags() -> None:
     assert reminder_message(Reminder("probe", 3, "gentle", "{}"), "human").id
 
 
-def test_only_system_reminders_are_rewritten_as_user_turns() -> None:
-    # The user's own system message stays one; a reminder stored as a user turn already is
-    # not wrapped again.
+def test_system_reminders_are_sent_as_user_turns_where_the_record_places_them() -> None:
     system = reminder_message(Reminder("probe", 3, "gentle", "{}"))
     human = reminder_message(Reminder("probe", 5, "detailed", "{}"), "human")
-    stored = [SystemMessage("You are a careful agent.", id="prompt"), HumanMessage("go"), human]
-    assert stored_as_user_turns([*stored, system]) == [as_user_turn(system)]
+    prompt = SystemMessage("You are a careful agent.", id="prompt")
+    stored = [prompt, HumanMessage("go"), human, system]
+    sent = with_user_turns(stored, [placed(3, system)])
+    assert sent == [prompt, stored[1], human, as_user_turn(system)]
+    assert stored[3] is system  # the stored conversation is left as it is
+    # Placed where another message is, or not what the guard writes: None, to search instead.
+    for at in (
+        [placed(2, human)],
+        [placed(0, prompt)],
+        [placed(4, system)],
+        [[3, "x"]],
+        [["3", 1]],
+        [3],
+    ):
+        assert with_user_turns(stored, at) is None, at
 
 
 def test_the_guards_final_message_and_refusals_are_tagged() -> None:

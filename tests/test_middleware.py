@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -16,10 +18,11 @@ pytest.importorskip("langchain_openai")
 
 from deepagents import create_deep_agent
 from langchain.agents import create_agent
-from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRequest
 from langchain_core.messages import (
     AIMessage,
     HumanMessage,
+    RemoveMessage,
     ToolMessage,
 )
 from langchain_core.tools import tool
@@ -29,15 +32,18 @@ from langgraph.types import Command, interrupt
 import repeat_reminder_langchain._guard as guard_module
 import repeat_reminder_langchain._middleware as middleware_module
 from repeat_reminder_langchain import (
+    Reminder,
     ReminderConfig,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
+from repeat_reminder_langchain._messages import reminder_message
 from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import (
     LoopModel,
+    ScriptedModel,
     ask,
     assert_adjacent,
     call,
@@ -321,7 +327,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
         raise RuntimeError("guard bug")
 
     monkeypatch.setattr(guard_module, "read_turn", broken)
-    monkeypatch.setattr(middleware_module, "keeps_system_messages", broken)
+    monkeypatch.setattr(RepeatToolReminderMiddleware, "_entry", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
             scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware()
@@ -503,11 +509,10 @@ def _third_call_pending(name: str) -> tuple[InMemorySaver, Any]:
     return saver, config
 
 
-def test_reminders_stored_before_the_model_was_seen_are_sent_and_then_kept_as_user_turns() -> None:
-    # A new process resumes a thread: its guard has not seen the model when it stores the
-    # reminder, so it stores the configured SystemMessage; every model call sends it as a
-    # user turn, and the guard's next count keeps it in that form (a model call writes no
-    # state).
+def test_a_reminder_is_stored_as_configured_and_sent_as_each_request_s_model_takes_it() -> None:
+    # A new process resumes a thread, and a model that takes no system message reads the
+    # stored SystemMessage reminder as a user turn, in place, in every request; the state
+    # keeps the one form it was stored in, and the record where it is.
     saver, config = _third_call_pending("restarted")
     model = scripted(["done", "done again"])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
@@ -516,39 +521,37 @@ def test_reminders_stored_before_the_model_was_seen_are_sent_and_then_kept_as_us
     assert_adjacent(messages)
     (reminder,) = [m for m in messages if is_reminder(m)]
     assert reminder.type == "system"
-    sent = model.seen[0][-1]
+    position = messages.index(reminder)
+    sent = model.seen[0][position]
     assert sent.type == "human" and str(sent.content).startswith("<system-reminder>")
-    assert sent.id == reminder.id
+    assert (sent.id, sent.additional_kwargs) == (reminder.id, reminder.additional_kwargs)
     stored = resumed.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"]["system"] is True
+    assert stored["RepeatToolReminderMiddleware"]["system_at"] == [[position, reminder.id[-8:]]]
 
     messages = resumed.invoke(ask("go on"), config)["messages"]
     assert_adjacent(messages)
-    (reminder,) = [m for m in messages if is_reminder(m)]
-    assert reminder.type == "human" and reminder.id == sent.id
-    assert model.seen[1][-3] == reminder  # the reminder as the model read it, in place
+    assert [m.type for m in messages if is_reminder(m)] == ["system"]  # stored, as it was
+    assert model.seen[1][position] == sent  # and sent, as the model takes it
     stored = resumed.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"]["system"] is False
+    assert stored["RepeatToolReminderMiddleware"]["system_at"] == [[position, reminder.id[-8:]]]
 
 
-def test_stored_system_reminders_are_kept_as_user_turns_on_a_turn_that_counts_nothing() -> None:
-    # Two new processes resume the thread. The second resets the record when the user speaks,
-    # before it has seen the model; when the user speaks again there is nothing to count, but
-    # the model is known by then not to take system messages: the stored reminder is
-    # rewritten as a user turn all the same.
-    saver, config = _third_call_pending("converted on a quiet turn")
+def test_reminders_no_longer_where_they_were_stored_are_found_wherever_they_are() -> None:
+    # The conversation was rewritten since (a message removed before the reminder), so the
+    # record's position is off by one: the model is sent every stored reminder as a user turn
+    # all the same.
+    saver, config = _third_call_pending("rewritten")
     first = agent_with(scripted([]), RepeatToolReminderMiddleware(), checkpointer=saver)
     first.invoke(None, config)
-    model = scripted(["ok", "ok again"])
-    second = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
-    kept = second.invoke(ask("go on"), config)["messages"]
-    assert [m.type for m in kept if is_reminder(m)] == ["system"]  # the model not yet seen
-    messages = second.invoke(ask("and now?"), config)["messages"]
+    question = first.get_state(config).values["messages"][0]
+    first.update_state(config, {"messages": [RemoveMessage(id=question.id)]})
+    model = scripted(["ok"])
+    agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver).invoke(
+        ask("go on"), config
+    )
 
-    assert_adjacent(messages)
-    assert [m.type for m in messages if is_reminder(m)] == ["human"]
-    stored = second.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"]["system"] is False
+    (sent,) = [m for m in model.seen[0] if is_reminder(m)]
+    assert sent.type == "human" and str(sent.content).startswith("<system-reminder>")
 
 
 def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
@@ -558,7 +561,7 @@ def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
         raise RuntimeError("guard bug")
 
     saver, config = _third_call_pending("unconvertible")
-    monkeypatch.setattr(middleware_module, "prepare_messages", broken)
+    monkeypatch.setattr(middleware_module, "with_user_turns", broken)
     model = scripted([])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
@@ -692,3 +695,67 @@ def test_a_call_that_is_not_the_latest_turns_is_never_blocked() -> None:
     )
     result = guard.wrap_tool_call(request, lambda _: ToolMessage("ran", tool_call_id="elsewhere"))
     assert result.content == "ran"  # type: ignore[union-attr]
+
+
+def _sent(guard: RepeatToolReminderMiddleware, record: dict[str, Any], model: Any) -> list[Any]:
+    """What `guard` sends `model` of a conversation with one stored system reminder."""
+    stored = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+    messages: list[Any] = [HumanMessage("go", id="h"), stored]
+    state = {"messages": messages, "repeat_tool_reminder": {guard.name: record}}
+    request = ModelRequest(model=model, messages=messages, state=state)  # type: ignore[arg-type]
+    return guard.wrap_model_call(request, lambda sent: sent.messages)  # type: ignore[arg-type, return-value]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"system": True},  # 0.3 said only that some were stored
+        {"system_at": [[1, "another id"]]},  # not where the record says
+        {"system_at": [["1", 2, 3]]},  # not what the guard writes
+    ],
+    ids=["0.3's flag", "moved", "garbled"],
+)
+def test_stored_system_reminders_the_record_cannot_place_are_found_wherever_they_are(
+    record: dict[str, Any],
+) -> None:
+    sent = _sent(RepeatToolReminderMiddleware(), record, scripted([]))
+    assert [m.type for m in sent] == ["human", "human"]
+    assert str(sent[1].content).startswith("<system-reminder>")
+
+
+def test_a_request_is_left_as_it_is_when_its_model_takes_what_is_stored() -> None:
+    placed = {"system_at": [[1, "the reminder's id"]]}
+    sent = _sent(RepeatToolReminderMiddleware(), placed, _keeping_system_messages())
+    assert [m.type for m in sent] == ["human", "system"]
+
+
+class _Lockstep(ScriptedModel):
+    """A scripted model whose every call waits for another agent's model at the same call."""
+
+    barrier: Any = None
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        self.barrier.wait(timeout=60)  # both agents at the same turn: their hooks interleave
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_one_instance_shared_by_two_agents_sends_each_model_what_it_takes() -> None:
+    guard = RepeatToolReminderMiddleware()
+    barrier = threading.Barrier(2)
+    script = [*repeat("probe", SAME, 4), AIMessage("done")]
+    takes = _Lockstep(messages=iter(script), barrier=barrier)
+    takes.profile = {"mid_conversation_system_messages": True}
+    not_takes = _Lockstep(messages=iter(script), barrier=barrier)
+    agents = [agent_with(model, guard) for model in (takes, not_takes)]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda agent: agent.invoke(ask())["messages"], agents))
+
+    for messages in results:
+        assert_adjacent(messages)
+        assert [m.type for m in messages if is_reminder(m)] == ["system"]  # stored as set
+    # The model that takes a system message mid-conversation reads it as one, the other as a
+    # user turn, whichever agent's request came last.
+    for model, kind in ((takes, "system"), (not_takes, "human")):
+        (sent,) = [m for m in model.seen[-1] if is_reminder(m)]
+        assert sent.type == kind
+    assert guard.stats.snapshot()["reminders"] == {"probe": {"gentle": 2}}

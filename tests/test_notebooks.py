@@ -32,10 +32,11 @@ PROMISED = {
     "02_create_agent.ipynb": [
         "exclude=['write_*']: 5 tool calls · 1 reminders (1 gentle, 0 detailed)",
         "… (+592 more chars)",
-        # The middleware stores a reminder in the form the model reads.
-        "profile=None, message_type='system': HumanMessage",
-        "profile={'mid_conversation_system_messages': True}, message_type='system': SystemMessage",
-        "profile={'mid_conversation_system_messages': True}, message_type='human': HumanMessage",
+        # The middleware stores a reminder in one form, and sends each model the form it takes.
+        "profile=None, message_type='system': stored SystemMessage, sent HumanMessage",
+        "profile={'mid_conversation_system_messages': True}, message_type='system': "
+        "stored SystemMessage, sent SystemMessage",
+        "profile=None, message_type='human': stored HumanMessage, sent HumanMessage",
         "thresholds: invalid threshold 1",
         "exclude: must be a list of tool-name patterns, got 'write_todos'",
         "→ ConfigError: detect: unknown detector 'stail'; did you mean 'stale'?",
@@ -161,13 +162,14 @@ def printed(notebook: nbformat.NotebookNode) -> list[str]:
 
 SAVES_THE_PICTURE = "docs/timeline.png"  # in the text of the cell that saves it, or says why not
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+PLACED = re.compile(r"\[(\d+), '[0-9a-f]{8}'\]")  # where a record says a reminder is
 TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
 
 
 def normalised(text: str) -> str:
     """`text` with what differs from run to run replaced: ids (of messages, runs and
-    checkpoints) and times."""
-    return TIME.sub("<time>", UUID.sub("<id>", text))
+    checkpoints, and of the reminders a record places) and times."""
+    return PLACED.sub(r"[\1, '<id>']", TIME.sub("<time>", UUID.sub("<id>", text)))
 
 
 def shown(notebook: nbformat.NotebookNode) -> list[list[tuple[str, str]]]:

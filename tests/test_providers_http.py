@@ -261,8 +261,8 @@ async def test_create_agent_reminds_after_the_results_in_every_api(
 
     messages = check_run(server, api, state, mode=mode)
     # None of these models declares mid-conversation system messages: the reminders are sent
-    # as user text, and kept in that form, so that the state is what the model read.
-    assert {m.type for m in filter(is_reminder, messages)} == {"human"}
+    # as user text (check_run reads each request), and kept in the one form they are stored in.
+    assert {m.type for m in filter(is_reminder, messages)} == {"system"}
 
 
 async def test_concurrent_agents_on_every_api_share_one_server(server: ProviderServer) -> None:

@@ -542,7 +542,7 @@ def _lab(args: argparse.Namespace) -> int:
                       f"{run.model_calls} model calls, longest run {run.longest}, "
                       f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
             if out is not None:
-                _lab_write(args, out, run)
+                _lab_write(args, out, run, model)
     finally:
         if out is not None:  # complete up to a failure
             out.close()
@@ -573,14 +573,14 @@ def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], ReminderConfig | Non
     return [TASKS[name] for name in args.tasks or TASKS], config
 
 
-def _lab_write(args: argparse.Namespace, out: IO[str], run: Any) -> None:
+def _lab_write(args: argparse.Namespace, out: IO[str], run: Any, model: Any) -> None:
     """A run's line in lab.jsonl, with the model it ran on, and its transcript, whole."""
     from .transcript import format_transcript
 
     out.write(json.dumps({"model": args.model, "base_url": args.base_url, **run.as_dict()}) + "\n")
     path = os.path.join(args.output, "transcripts", f"{run.task}-{run.condition}-{run.run}.txt")
     with open(path, "w", encoding="utf-8") as text:
-        text.write(format_transcript(run.messages, width=None, sent=True) + "\n")
+        text.write(format_transcript(run.messages, width=None, sent_to=model) + "\n")
 
 
 def _lab_model(args: argparse.Namespace) -> Any:

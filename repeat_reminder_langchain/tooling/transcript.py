@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from .._canonical import canonicalize
 from .._config import ReminderConfig
+from .._messages import keeps_system_messages
 from .._policy import ToolPolicy
 from .._reminder import SOURCE, is_reminder, tag_of
 from ..replay import replay
@@ -182,13 +183,14 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
 
 
 def format_transcript(
-    messages: Sequence[BaseMessage], width: int | None = 110, *, sent: bool = False
+    messages: Sequence[BaseMessage], width: int | None = 110, *, sent_to: object = None
 ) -> str:
     """The conversation as text, one message per line, cut to `width` (None: whole).
 
-    The guard's messages are shown in full, line by line, as the model reads them; with
-    `sent`, each reminder says how it reached the model: as a system message, or as a user
-    turn (the form of a model that takes no system message mid-conversation).
+    The guard's messages are shown in full, line by line; with `sent_to`, the chat model the
+    conversation went to, each reminder says how it reached that model: as a system message,
+    or as a user turn (how a model that takes no system message mid-conversation is sent one
+    stored as a system message).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -199,15 +201,14 @@ def format_transcript(
 
     """
     lines = []
+    keeps = sent_to is not None and keeps_system_messages(sent_to)
     for row in transcript_rows(messages):
         if row.level is not None:
             role = "REMINDER" if row.role == "reminder" else "GUARD"
             how = ""
-            if sent and row.role == "reminder":
-                kind = messages[row.number - 1].type
-                how = (
-                    " · sent as a system message" if kind == "system" else " · sent as a user turn"
-                )
+            if sent_to is not None and row.role == "reminder":
+                system = keeps and messages[row.number - 1].type == "system"
+                how = " · sent as a system message" if system else " · sent as a user turn"
             lines.append(f"{row.number:>3}  {role:<10} [{row.level} · {row.summary}{how}]")
             lines.extend(f"{'':>16}{line}" for line in row.text.splitlines())
             continue

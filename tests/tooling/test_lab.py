@@ -117,7 +117,7 @@ def test_the_neutral_note_is_said_where_a_reminder_would_be() -> None:
 
     assert (run.longest, run.broke) == (3, "neutral")
     said = next(str(m.content) for m in run.messages if from_guard(m))
-    assert said.endswith(NEUTRAL + "\n</system-reminder>")
+    assert said == NEUTRAL
 
 
 def test_the_users_own_words_run_as_the_config_condition() -> None:
