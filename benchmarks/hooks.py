@@ -136,7 +136,7 @@ def _record(
     turns = _turns(size, stored)
     fields: dict[str, Any] = {}
     if stored:  # the guard's record of the earlier turns, which stored the reminders
-        at = [placed(index, turns[0][index]) for index in _STORED_AT]
+        at = [entry for index in _STORED_AT for entry in placed([turns[0][index]], index)]
         fields[SOURCE] = {middleware.name: {"system_at": at}}
     clock = time.perf_counter
     spent = 0.0

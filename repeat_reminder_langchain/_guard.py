@@ -187,7 +187,7 @@ class Guard:
             if found.record is None:
                 update: dict[str, Any] = {}
             else:
-                update = self._keep(where, found.record, messages, conversation)
+                update = self.records.write(where, found.record)
             if quiet:
                 told = _make(Report, (found, self.stats, self.config, delivery, None, None, None))
             else:
@@ -270,30 +270,14 @@ class Guard:
             messages, end = [escalation_message(escalation, self.words)], True
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
-            update = self._keep(where, record, messages, conversation)
+            # Where the ones added as system messages land, for a model that takes none.
+            added = [] if type(conversation) is Turn else placed(messages, len(conversation))
+            if added:
+                record = {**record, "system_at": [*record.get("system_at", ()), *added]}
+            update = self.records.write(where, record)
             if self.keeps_run and told.run not in (None, invocation):
                 update[RUN_FIELD] = told.run
         return Step(found, update, messages, end, stop, None if answered else told, turn)
-
-    def _keep(
-        self,
-        where: Any,
-        record: Record,
-        messages: list[BaseMessage],
-        conversation: Sequence[BaseMessage] | Turn,
-    ) -> dict[str, Any]:
-        """The state update that keeps the record.
-
-        The record notes where the reminders added as system messages land in the
-        conversation (after its last message, in order), so that a model that takes none can
-        be sent them as user turns without a search.
-        """
-        if type(conversation) is not Turn:
-            end = len(conversation)
-            at = [placed(end + i, m) for i, m in enumerate(messages) if m.type == "system"]
-            if at:
-                record = {**record, "system_at": [*record.get("system_at", ()), *at]}
-        return self.records.write(where, record)
 
     def _ask(
         self, record: Record, escalation: Escalation

@@ -141,13 +141,17 @@ def as_user_turn(message: BaseMessage) -> HumanMessage:
 _TAIL = 8  # characters of a reminder's id (of its random part) that a record keeps
 
 
-def placed(position: int, message: BaseMessage) -> list[Any]:
-    """Where a reminder stored as a system message is, as a record keeps it.
+def placed(added: Sequence[BaseMessage], start: int) -> list[list[Any]]:
+    """Where each system message of `added` lands, after `start` messages, as a record keeps it.
 
     Its position in the conversation, and the end of its id: enough to tell it from another
     message there, and small enough that a record of many reminders stays small.
     """
-    return [position, (message.id or "")[-_TAIL:]]
+    return [[i, _tail(m)] for i, m in enumerate(added, start) if m.type == "system"]
+
+
+def _tail(message: BaseMessage) -> str:
+    return (message.id or "")[-_TAIL:]
 
 
 def with_user_turns(
@@ -165,7 +169,7 @@ def with_user_turns(
             return None
         position, tail = entry
         message = sent[position] if 0 <= position < len(sent) else None
-        if message is None or message.type != "system" or placed(0, message)[1] != tail:
+        if message is None or message.type != "system" or _tail(message) != tail:
             return None
         if not is_reminder(message):
             return None  # a system message of the user's, never rewritten

@@ -69,14 +69,15 @@ def test_system_reminders_are_sent_as_user_turns_where_the_record_places_them() 
     human = reminder_message(Reminder("probe", 5, "detailed", "{}"), "human")
     prompt = SystemMessage("You are a careful agent.", id="prompt")
     stored = [prompt, HumanMessage("go"), human, system]
-    sent = with_user_turns(stored, [placed(3, system)])
+    assert placed([human, system], 2) == [[3, system.id[-8:]]]  # system messages only
+    sent = with_user_turns(stored, placed([system], 3))
     assert sent == [prompt, stored[1], human, as_user_turn(system)]
     assert stored[3] is system  # the stored conversation is left as it is
     # Placed where another message is, or not what the guard writes: None, to search instead.
     for at in (
-        [placed(2, human)],
-        [placed(0, prompt)],
-        [placed(4, system)],
+        [[2, human.id[-8:]]],  # a user turn already
+        [[0, "prompt"]],  # the user's own system prompt
+        [[4, system.id[-8:]]],  # past the end
         [[3, "x"]],
         [["3", 1]],
         [3],
