@@ -374,7 +374,12 @@ class LoopCounter:
         if asked and found.escalation is None and turn.calls and not turn.spoke_after:
             # Asked for its answer, its tools withheld, the model called a tool all the same
             # (a provider that ignored that, or a face that cannot withhold them): it ends.
-            stopped = self._called_anyway(turn.calls[0], asked, found.record["count"])  # type: ignore[index]
+            stopped = self._called_anyway(
+                turn.calls[0],
+                asked,
+                found.record["count"],  # type: ignore[index]
+                policies,
+            )
             return found._replace(reminders=(), escalation=stopped)
         return found
 
@@ -581,9 +586,21 @@ class LoopCounter:
             )
         return None
 
-    def _called_anyway(self, call: Call, detector: str, count: int) -> Escalation:
-        """The end of a run whose model called a tool after it was asked for its answer."""
-        arguments = canonicalize(call.args)
+    def _called_anyway(
+        self,
+        call: Call,
+        detector: str,
+        count: int,
+        policies: Mapping[str, ToolPolicy] | None,
+    ) -> Escalation:
+        """The end of a run whose model called a tool after it was asked for its answer.
+
+        Its arguments are keyed as the tool's rules key them, so that its digest is the one
+        its loop's reminders and request for the answer carried.
+        """
+        rules = self.rules(call.tool, policies.get(call.tool) if policies else None)
+        keyed = rules.keyed(call.args) if rules is not None and rules.ignore else call.args
+        arguments = canonicalize(keyed)
         return Escalation(
             call.tool,
             count,

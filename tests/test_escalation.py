@@ -29,6 +29,7 @@ from repeat_reminder_langchain import (
 )
 from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._escalation import interrupt_request
+from repeat_reminder_langchain._events import ESCALATION_EVENT
 from repeat_reminder_langchain._reminder import is_reminder, tag_of
 
 from .conftest import Guarded, build
@@ -669,3 +670,17 @@ def test_the_question_put_to_a_human_names_the_loop_and_every_answer() -> None:
         "arguments": '{"q":"same"}',
         "choices": ["continue", "end", "<any other text: sent to the agent as a user message>"],
     }
+
+
+def test_the_end_of_a_model_that_calls_all_the_same_names_its_loop_by_the_same_digest(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    # With arguments the guard leaves out of the key, the last line names the loop by the
+    # digest its request for the answer named, so that a reader can join the two.
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        agent = guarded(Finisher(deaf=True), ignore_arguments={"probe": ["q"]}, **FINISH)
+        agent.invoke(ask("loop 50"))
+
+    told = [getattr(record, ESCALATION_EVENT) for record in caplog.records]
+    assert [event["behavior"] for event in told] == ["finish", "end"]
+    assert told[0]["arguments_digest"] == told[1]["arguments_digest"] == digest("{}")
