@@ -699,7 +699,9 @@ def test_a_call_that_is_not_the_latest_turns_is_never_blocked() -> None:
 
 def _sent(guard: RepeatToolReminderMiddleware, record: dict[str, Any], model: Any) -> list[Any]:
     """What `guard` sends `model` of a conversation with one stored system reminder."""
-    stored = reminder_message(Reminder("probe", 3, "gentle", "{}"))
+    stored = reminder_message(Reminder("probe", 3, "gentle", "{}")).model_copy(
+        update={"id": f"repeat_tool_reminder-{'0' * 24}5e2f1a7c"}
+    )
     messages: list[Any] = [HumanMessage("go", id="h"), stored]
     state = {"messages": messages, "repeat_tool_reminder": {guard.name: record}}
     request = ModelRequest(model=model, messages=messages, state=state)  # type: ignore[arg-type]
@@ -723,10 +725,13 @@ def test_stored_system_reminders_the_record_cannot_place_are_found_wherever_they
     assert str(sent[1].content).startswith("<system-reminder>")
 
 
+PLACED = {"system_at": [[1, "5e2f1a7c"]]}  # where `_sent`'s reminder is, as the guard notes it
+
+
 def test_a_request_is_left_as_it_is_when_its_model_takes_what_is_stored() -> None:
-    placed = {"system_at": [[1, "the reminder's id"]]}
-    sent = _sent(RepeatToolReminderMiddleware(), placed, _keeping_system_messages())
-    assert [m.type for m in sent] == ["human", "system"]
+    guard = RepeatToolReminderMiddleware()
+    assert [m.type for m in _sent(guard, PLACED, _keeping_system_messages())] == ["human", "system"]
+    assert [m.type for m in _sent(guard, PLACED, scripted([]))] == ["human", "human"]
 
 
 class _Lockstep(ScriptedModel):

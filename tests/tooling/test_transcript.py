@@ -86,3 +86,26 @@ def test_a_summary_reads_as_one_line_and_a_stray_reminder_marks_nothing() -> Non
     )
     stray = [*messages, reminder_message(Reminder("never_called", 3, "gentle", "{}"))]
     assert [s.reminder for s in steps(stray)] == [s.reminder for s in steps(messages)]
+
+
+def test_the_transcript_says_how_each_reminder_reached_the_model_it_was_sent_to() -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from repeat_reminder_langchain import Reminder
+    from repeat_reminder_langchain._messages import reminder_message
+
+    reminder = Reminder("ls", 3, "gentle", "{}")
+    messages = [HumanMessage("go"), reminder_message(reminder), reminder_message(reminder, "human")]
+    takes = GenericFakeChatModel(messages=iter(()))
+    takes.profile = {"mid_conversation_system_messages": True}
+    plain = GenericFakeChatModel(messages=iter(()))
+
+    def how(model: object) -> list[str]:
+        lines = format_transcript(messages, sent_to=model).splitlines()
+        return [line.split(" · ")[-1] for line in lines if "REMINDER" in line]
+
+    # Stored as a system message: one for the model that takes it, a user turn for the other;
+    # stored as a user turn: a user turn for both.
+    assert how(takes) == ["sent as a system message]", "sent as a user turn]"]
+    assert how(plain) == ["sent as a user turn]", "sent as a user turn]"]
+    assert "sent as" not in format_transcript(messages)  # no model named: nothing said
