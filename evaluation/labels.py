@@ -19,8 +19,9 @@ candidate loop the scan finds that has no label.
   is one of the loop's calls) / labelled loops, a loop found by two shapes with the same calls
   counted once.
 
-The `any` rows take the three detectors' flags together: a call flagged by several counts once,
-genuine if any of its labels is.
+The `any` rows take every detector's flags together, and the `on` rows the flags of the detectors
+the setting turns on (its `detect`): a call flagged by several counts once, genuine if any of its
+labels is.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain._detectors import PARTS
 from repeat_reminder_langchain.tooling._logs import Conversation
-from repeat_reminder_langchain.tooling._suggest import Suggester
+from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
 
 from .evaluate import ALONE
 from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all
@@ -65,12 +66,15 @@ LABELS = Path(__file__).parent / "labels"
 SETTINGS: dict[str, Settings] = {
     "defaults": Settings(),
     "recommended": Settings(
-        error_pattern=ERROR_PATTERN, exclude=BOOKKEEPING_TOOLS, not_user=NOT_USER
+        error_pattern=ERROR_PATTERN,
+        exclude=BOOKKEEPING_TOOLS,
+        not_user=NOT_USER,
+        detect=("repeat", "same_error", "recurring_error", "stale"),
     ),
 }
 """The settings labelled: the guard's defaults, and the recommended configuration of
-docs/guides/detectors.md (bookkeeping tools excluded, an `error_pattern` and a `not_user`
-pattern, here the evaluation's for both corpora's harnesses)."""
+docs/guides/detectors.md (its detectors, bookkeeping tools excluded, an `error_pattern` and a
+`not_user` pattern, here the evaluation's for both corpora's harnesses)."""
 
 THRESHOLDS = (2, 3, 4)
 """Each detector alone is run at each of these, as its only threshold."""
@@ -94,14 +98,23 @@ def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig
 
 
 def suggested(conversations: Sequence[Conversation]) -> Settings:
-    """The settings `audit --suggest` derives from these conversations alone."""
+    """The settings `audit --suggest` derives from these conversations alone.
+
+    As it does: the settings first, then the detectors their sweep finds.
+    """
     suggester = Suggester()
     for conversation in conversations:
         suggester.add(conversation)
-    config = suggester.finish().config
+    sweeper = Sweeper(suggester.finish())
+    for conversation in conversations:
+        sweeper.add(conversation)
+    config = sweeper.finish().config
     not_user = config.not_user if isinstance(config.not_user, str) else None
     return Settings(
-        error_pattern=config.error_pattern, exclude=tuple(config.exclude), not_user=not_user
+        error_pattern=config.error_pattern,
+        exclude=tuple(config.exclude),
+        not_user=not_user,
+        detect=tuple(config.detect),
     )
 
 
@@ -197,10 +210,11 @@ def read_labels(path: str | Path) -> Labels:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One detector (or `any`) at one setting and threshold, against the labels.
+    """One detector (or `any`, or `on`) at one setting and threshold, against the labels.
 
     Attributes:
-        detector: A detector alone, or `any` for the three together.
+        detector: A detector alone, `any` for every detector together, or `on` for the ones
+            the setting turns on.
         setting: The name of the setting (a key of `SETTINGS`).
         threshold: The threshold.
         flags: Flags raised (distinct calls, for `any`).
@@ -245,8 +259,8 @@ class Row:
 def score(
     raised: Mapping[FlagKey, Fires],
     labels: Labels,
-    detectors: Sequence[str] = (*ALONE, "any"),
-    settings: Iterable[str] = SETTINGS,
+    detectors: Sequence[str] = (*ALONE, "any", "on"),
+    settings: Mapping[str, Settings] = SETTINGS,
     conversations: int = 0,
 ) -> list[Row]:
     """Every row of the table: `raised` (from `flags`) judged by `labels`.
@@ -262,13 +276,14 @@ def score(
     looping = {c for c, _ in real}
     loopless = max(conversations - len(looping), 0)
     rows = []
-    for setting in settings:
+    for setting, given in settings.items():
         for detector in detectors:
+            among = {"any": ALONE, "on": given.detect}.get(detector, (detector,))
             for threshold in THRESHOLDS:
                 chosen = [
                     key
                     for key, fires in raised.items()
-                    if (setting, threshold) in fires and detector in (key[2], "any")
+                    if (setting, threshold) in fires and key[2] in among
                 ]
                 verdicts: dict[tuple[int, int], set[str]] = {}
                 for key in chosen:
@@ -348,9 +363,12 @@ def _describe(settings: Settings) -> str:
     if settings == Settings():
         return "the guard's defaults"
     if settings == SETTINGS["recommended"]:
-        return "exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, not_user=NOT_USER"
+        return (
+            f"detect={settings.detect!r}, exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, "
+            "not_user=NOT_USER"
+        )
     return "audit --suggest's: " + ", ".join(
         f"{name}={getattr(settings, name)!r}"
-        for name in ("exclude", "error_pattern", "not_user")
+        for name in ("detect", "exclude", "error_pattern", "not_user")
         if getattr(settings, name)
     )

@@ -56,6 +56,8 @@ class Settings:
         not_user: The guard's `not_user`: a regular expression for the user-role messages
             that are not the user (a harness's feedback, such as mini-swe-agent's format
             errors), so that they reset nothing.
+        detect: The detectors these settings turn on together (the evaluation also runs
+            each detector alone, whatever this says).
     """
 
     stale_thresholds: tuple[int, ...] = (3,)
@@ -63,6 +65,7 @@ class Settings:
     error_pattern: str | None = None
     exclude: tuple[str, ...] = ()
     not_user: str | None = None
+    detect: tuple[str, ...] = ("repeat",)
 
     def config(self, detect: Sequence[str], **fields: object) -> ReminderConfig:
         """The guard's configuration with `detect` in use, other fields as overridden."""

@@ -650,7 +650,9 @@ def _suggest(args: argparse.Namespace, config: ReminderConfig) -> int:
     suggestion = suggester.finish()
     if spool is not None:
         spool.seek(0)
-    _read(args, Sweeper(suggestion).add, stdin=spool)  # the counts under what it suggests
+    sweeper = Sweeper(suggestion)
+    _read(args, sweeper.add, stdin=spool)  # the counts under what it suggests
+    suggestion = sweeper.finish()  # and the detectors they support
     if args.write_config is not None:
         _write_config(suggestion.config, args.write_config)
     if args.json:

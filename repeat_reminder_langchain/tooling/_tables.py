@@ -11,7 +11,7 @@ from typing import Any
 
 from .._config import THRESHOLDS, ReminderConfig
 from ._findings import Audit, ConversationAudit, Finding, settings
-from ._suggest import SWEEP, Proposal, Suggestion
+from ._suggest import AT, FAILING, SWEEP, Proposal, Suggestion
 from .lab import LabRun
 
 __all__ = [
@@ -240,23 +240,20 @@ def format_suggestion(suggestion: Suggestion) -> str:
     """
     head = plural(suggestion.conversations, "conversation")
     if not suggestion.proposals:
-        return f"{head}: no setting to suggest; the settings given stand."
-    lines = [f"{head}: the settings they call for, and why"]
-    for proposal in suggestion.proposals:
-        lines += [f"  {_option(proposal.setting, proposal.value)}", *proposal_lines(proposal)]
-    config = suggestion.config
-    fields = {
-        n: getattr(config, n) for n in type(config).model_fields if n in config.model_fields_set
-    }
-    python = ", ".join(f"{name}={_python(value)}" for name, value in fields.items())
-    # Words have no option: a settings file holds them (--write-config).
-    options = " ".join(_option(name, value) for name, value in fields.items() if name != "words")
-    lines += ["", "as Python:", f"  ReminderConfig({python})", "as options:", f"  {options}"]
+        lines = [f"{head}: no setting to suggest; the settings given stand."]
+    else:
+        lines = [f"{head}: the settings they call for, and why"]
+        for proposal in suggestion.proposals:
+            lines += [f"  {_option(proposal.setting, proposal.value)}", *proposal_lines(proposal)]
+        lines += ["", *_given(suggestion.config)]
     if suggestion.sweep:
+        # With no failure to see, the detectors of failures count nothing: said once, not as 0s.
+        blind = () if suggestion.failures else FAILING
         header = ["detector", *(f"at {at}" for at in SWEEP)]
         rows = [
             [name, *(f"{flags:,} in {found:,}" for flags, found in row.values())]
             for name, row in suggestion.sweep.items()
+            if name not in blind
         ]
         lines += [
             "",
@@ -264,14 +261,37 @@ def format_suggestion(suggestion: Suggestion) -> str:
             "(in how many conversations):",
             *_table(header, rows),
         ]
+        if blind:
+            lines.append(
+                f"{' and '.join(blind)}: not counted, no failure can be recognised in these logs "
+                '(no result is marked status="error" and no error_pattern fits)'
+            )
     return "\n".join(lines)
+
+
+def _given(config: ReminderConfig) -> list[str]:
+    """The settings, as Python and as options."""
+    fields = {
+        n: getattr(config, n) for n in type(config).model_fields if n in config.model_fields_set
+    }
+    python = ", ".join(f"{name}={_python(value)}" for name, value in fields.items())
+    # Words have no option: a settings file holds them (--write-config).
+    options = " ".join(_option(name, value) for name, value in fields.items() if name != "words")
+    return ["as Python:", f"  ReminderConfig({python})", "as options:", f"  {options}"]
 
 
 def proposal_lines(proposal: Proposal) -> list[str]:
     """What the logs show for one proposal: a line for each reason, and where to see it."""
     said = []
     for reason in proposal.reasons:
-        if "tool" in reason:
+        if "detector" in reason:
+            flagged = (
+                f"{reason['detector']} would remind {plural(reason['flags'], 'time')} at "
+                f"{AT} in {plural(reason['conversations'], 'conversation')}"
+            )
+            left = reason.get("left out")
+            said.append(flagged if left is None else f"{flagged}: left out, {left}")
+        elif "tool" in reason:
             kind = "all empty" if reason["empty"] else "all the same"
             said.append(
                 f"{reason['tool']} stands between two identical calls in "

@@ -8,16 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
 from repeat_reminder_langchain.tooling import _suggest as suggest
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
 from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
-from repeat_reminder_langchain.tooling._tables import format_suggestion
+from repeat_reminder_langchain.tooling._tables import format_suggestion, proposal_lines
 
-from ..helpers import usage_error
+from ..helpers import assert_adjacent, reminders, scripted, turn, usage_error
+from ..helpers import call as call_
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NOTICE = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
@@ -43,6 +46,23 @@ def suggested(conversations: list[Conversation], config: ReminderConfig | None =
     for item in conversations:
         suggester.add(item)
     return suggester.finish()
+
+
+def swept(conversations: list[Conversation], config: ReminderConfig | None = None) -> Any:
+    """What `audit --suggest` proposes: the settings, then the detectors their sweep finds."""
+    sweeper = Sweeper(suggested(conversations, config))
+    for item in conversations:
+        sweeper.add(item)
+    return sweeper.finish()
+
+
+DENIED = "Error: permission denied"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return DENIED
 
 
 BOOK = ("book", {"seat": 1}, "Error: payment does not add up")
@@ -194,7 +214,83 @@ def test_the_sweep_counts_each_detectors_flags_under_the_suggested_settings() ->
     assert "repeat           2 in 2  2 in 2  0 in 0" in text
 
 
+def test_the_detectors_the_sweep_finds_are_proposed_with_their_figures() -> None:
+    loops = [conversation(n, [BOOK, think("a"), BOOK, think("b"), BOOK]) for n in range(2)]
+    found = swept(loops)
+    detect = found.proposals[-1]
+    assert (detect.setting, detect.value) == (
+        "detect",
+        ["repeat", "same_error", "recurring_error", "stale"],
+    )
+    assert detect.reasons[0] == {"detector": "same_error", "flags": 2, "conversations": 2}
+    assert detect.example == "conversation 0, message 9: book (same_error)"
+    assert found.config.detect == ("repeat", "same_error", "recurring_error", "stale")
+    assert "same_error would remind 2 times at 3 in 2 conversations" in format_suggestion(found)
+    given = swept(loops, ReminderConfig(detect=["stale"]))  # a setting given stands
+    assert [p.setting for p in given.proposals] == ["exclude", "error_pattern"]
+    assert given.config.detect == ("stale",)
+    quiet = [conversation(n, [BOOK, ("find", {}, "ok")]) for n in range(2)]
+    assert [p.setting for p in swept(quiet).proposals] == ["error_pattern"]  # repeat alone
+
+
+def test_a_detector_whose_flags_are_mostly_false_is_shown_and_left_out() -> None:
+    passed = "12 passed in 0.31s: the very same long report after each of three fixes"
+    runs = [("bash", {"command": f"python v{n}.py"}, passed) for n in range(3)]
+    found = swept([conversation(0, runs)])
+    assert found.sweep["same_output"][3] == (1, 1)
+    assert found.proposals == []  # only same_output flags: repeat stands alone
+    runs += [("read", {"path": "a"}, "the same text, read again and again")] * 3
+    (detect,) = swept([conversation(0, runs)]).proposals
+    assert detect.value == ["repeat", "stale"]
+    left = "same_output would remind 1 time at 3 in 1 conversation: left out, most flags"
+    assert left in "\n".join(proposal_lines(detect))
+
+
+def test_logs_where_no_failure_can_be_seen_say_so_once() -> None:
+    runs = [("read", {"path": str(n)}, "permission denied") for n in range(3)]
+    found = swept([conversation(0, runs)])
+    assert found.failures == 0
+    text = format_suggestion(found)
+    assert "\nsame_error  " not in text and "\nrecurring_error  " not in text
+    assert text.count("no failure can be recognised") == 1
+    assert text.endswith(
+        "same_error and recurring_error: not counted, no failure can be recognised in these "
+        'logs (no result is marked status="error" and no error_pattern fits)'
+    )
+    marked = swept([conversation(0, [(*run, "error") for run in runs])])
+    assert marked.failures == 3
+    assert "recognised" not in format_suggestion(marked)
+    assert marked.config.detect == ("repeat", "same_error")
+
+
 # -- the command line --------------------------------------------------------------------------
+
+
+def test_the_written_settings_remind_of_the_loop_the_suggestion_found(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A tool that returns its errors, in a log that marks none (OpenAI's tool messages have no
+    # status): five paths, one refusal. The file written is the one the middleware loads.
+    messages: list[Any] = [{"role": "user", "content": "read the config"}]
+    for n in range(5):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": "read_file", "arguments": json.dumps({"path": f"/etc/{n}"})}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": DENIED})
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps([messages]), encoding="utf-8")
+    written = tmp_path / "guard.toml"
+    assert main(["audit", str(log), "--suggest", "--write-config", str(written)]) == 0
+    assert "  --detect repeat,same_error\n" in capsys.readouterr().out
+    config = ReminderConfig.from_file(written)
+    assert config.detect == ("repeat", "same_error")
+
+    model = scripted([turn(call_("read_file", {"path": f"/etc/{n}"})) for n in range(5)])
+    guard = RepeatToolReminderMiddleware(config)
+    agent = create_agent(model, tools=[read_file], middleware=[guard])
+    out = agent.invoke({"messages": [HumanMessage("read the config")]})["messages"]
+    assert_adjacent(out)
+    assert reminders(out) == [("gentle", "read_file", 3)]
 
 
 def test_audit_suggest_prints_the_settings_and_writes_them(
@@ -207,16 +303,25 @@ def test_audit_suggest_prints_the_settings_and_writes_them(
         "1 conversation: the settings they call for, and why\n  --exclude think\n"
     )
     assert ReminderConfig.from_file(tmp_path / "s.toml") == ReminderConfig(
-        exclude=["think"], error_pattern=r"\AError:"
+        exclude=["think"],
+        error_pattern=r"\AError:",
+        detect=["repeat", "same_error", "recurring_error", "stale"],
     )
     assert main(["audit", path, "--suggest", "--json", "--ignore-arguments", "x=y"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["settings"] == {
         "exclude": ["think"],
         "ignore_arguments": {"x": ["y"]},
+        "detect": ["repeat", "same_error", "recurring_error", "stale"],
         "error_pattern": r"\AError:",
     }
     assert data["sweep"]["repeat"]["3"] == {"flags": 1, "conversations": 1}
+    assert data["failures"] == 3
+    assert data["proposals"][-1]["reasons"][0] == {
+        "detector": "same_error",
+        "flags": 1,
+        "conversations": 1,
+    }
 
 
 def test_audit_suggest_reads_standard_input_twice(
