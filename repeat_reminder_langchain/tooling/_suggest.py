@@ -10,8 +10,10 @@ than guessed:
   as `Error: ` at the start or by an envelope with a non-zero return code
   (`<returncode>1</returncode>`); where the log also marks results `status="error"`, the
   pattern is checked against them;
-* **`not_user`**: a user-role text that starts alike in many conversations, after the task, is
-  a harness speaking (mini-swe-agent's format notice), not a person.
+* **`not_user`**: a user-role text that comes back word for word (numbers aside) in many
+  conversations, after the task, and that the model answers, is a harness speaking
+  (mini-swe-agent's format notice), not a person: a person's recurring reply ("Yes, please
+  proceed with the cancellation…") comes in many wordings, and a sign-off ends the talk.
 
 `Suggester` reads conversations one at a time, keeping counts only; `finish` proposes the
 settings, each with its evidence. Then `Sweeper` counts, with the settings proposed, how many
@@ -57,6 +59,9 @@ _PREFIX = re.compile(r"\A([A-Za-z][\w .()-]{0,40}?):[ \n]")
 _ENVELOPE = re.compile(r"\A<(\w+)>(-?\d+)</\1>")
 _HEAD = 40  # characters of a user-role text that say it is the same notice
 _LONG = 40  # a notice shorter than this is a person's "yes, please"
+_FIXED = 0.9  # of the texts with one head, the share in one wording that makes it a template
+_WORDINGS = 8  # wordings counted per head; the rest are counted together
+_NUMBERS = re.compile(r"\d+")
 _KEPT = 10_000  # distinct user-role heads counted at most; the rarest go first
 _SHOWN = 80  # characters of an example
 
@@ -152,6 +157,8 @@ class _Head:
     nonzero: int = 0  # for an envelope: results with a non-zero code
     empty: int = 0  # of those, with nothing after the envelope
     example: str = ""
+    wordings: dict[str, int] = field(default_factory=dict)  # a user text: by digest, digits aside
+    answered: int = 0  # a user text: how often the model spoke next
 
 
 class Suggester:
@@ -179,7 +186,8 @@ class Suggester:
         calls: list[tuple[str, str]] = []
         results: dict[str, tuple[str, str]] = {}  # call id -> (tool, key)
         seen_model = False
-        for message in conversation.messages:
+        messages = conversation.messages
+        for position, message in enumerate(messages):
             if isinstance(message, AIMessage):
                 seen_model = True
                 for call in message.tool_calls:
@@ -190,7 +198,8 @@ class Suggester:
                 tool = results.get(message.tool_call_id, (message.name or "", ""))[0]
                 self._result(index, tool, message)
             elif isinstance(message, HumanMessage) and seen_model and not is_reminder(message):
-                self._user(index, message)
+                after = messages[position + 1] if position + 1 < len(messages) else None
+                self._user(index, message, answered=isinstance(after, AIMessage))
         for tool, key in calls:
             slot = self._tools.setdefault(tool, _Tool())
             if slot.key is None:
@@ -226,11 +235,16 @@ class Suggester:
         if prefix is not None and _ERROR_WORDS.search(prefix[1]):
             _count(self._prefixes, prefix[1], index, tool, failed, text)
 
-    def _user(self, index: int, message: BaseMessage) -> None:
+    def _user(self, index: int, message: BaseMessage, *, answered: bool) -> None:
         text = message.text.strip()
         if len(text) < _LONG:
             return
-        _count(self._users, text[:_HEAD], index, "", False, text)
+        slot = _count(self._users, text[:_HEAD], index, "", False, text)
+        slot.answered += answered
+        wording = digest(_NUMBERS.sub("#", text))
+        if wording not in slot.wordings and len(slot.wordings) >= _WORDINGS:
+            wording = ""  # one of many: counted with the rest, never a template's
+        slot.wordings[wording] = slot.wordings.get(wording, 0) + 1
         if len(self._users) > _KEPT:  # heavy hitters only: what was seen once goes first
             for head in [h for h, slot in self._users.items() if slot.results == 1]:
                 del self._users[head]
@@ -324,13 +338,17 @@ class Suggester:
     def _not_user(self) -> list[Proposal]:
         if self.config.not_user is not None:
             return []
-        # A notice the harness sends when the model errs comes back in many conversations; a
-        # person's "yes, please proceed" in a few. Long texts only (`_LONG`), after the task.
+        # A notice the harness sends when the model errs comes back in many conversations, in
+        # one wording (numbers aside), and the model answers it. A person's recurring "yes,
+        # please proceed with the cancellation…" comes in many wordings; a "thank you, bye"
+        # ends the conversation. Long texts only (`_LONG`), after the task.
         least = max(3, self.conversations // 10)
         found = [
             (head, slot)
             for head, slot in sorted(self._users.items())
             if slot.conversations >= least
+            and _fixed(slot) >= _FIXED * slot.results
+            and slot.answered * 2 > slot.results
         ]
         if not found:
             return []
@@ -338,7 +356,13 @@ class Suggester:
         if len(found) == 1:
             pattern = r"\A" + _escape(found[0][0])
         reasons = tuple(
-            {"head": head, "messages": slot.results, "conversations": slot.conversations}
+            {
+                "head": head,
+                "messages": slot.results,
+                "conversations": slot.conversations,
+                "fixed": _fixed(slot),
+                "answered": slot.answered,
+            }
             for head, slot in found
         )
         conversations = sum(slot.conversations for _, slot in found)
@@ -437,6 +461,11 @@ def _count(  # noqa: PLR0917 - one result's facts, as each reader has them
     if text and not head.example:
         head.example = _example(index, text)
     return head
+
+
+def _fixed(head: _Head) -> int:
+    """How many of a head's texts are in its commonest wording, numbers aside."""
+    return max((n for wording, n in head.wordings.items() if wording), default=0)
 
 
 def _example(index: int, text: str) -> str:

@@ -320,7 +320,8 @@ def proposal_lines(proposal: Proposal) -> list[str]:
             said.append(
                 f"{plural(reason['messages'], 'user-role message')} in "
                 f"{plural(reason['conversations'], 'conversation')} start with "
-                f"{reason['head']!r}"
+                f"{reason['head']!r}: {reason['fixed']:,} word for word (numbers aside), "
+                f"{reason['answered']:,} answered by the model"
             )
     return [*(f"      {line}" for line in said), f"      e.g. {proposal.example}"]
 

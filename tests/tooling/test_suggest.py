@@ -66,6 +66,7 @@ def read_file(path: str) -> str:
 
 
 BOOK = ("book", {"seat": 1}, "Error: payment does not add up")
+FIND = ("find", {}, "ok")
 
 
 def think(thought: str = "hmm") -> tuple[str, dict[str, str], str]:
@@ -151,15 +152,24 @@ def test_a_return_code_envelope_gives_a_pattern_for_codes_other_than_zero() -> N
 
 def test_a_notice_many_conversations_get_after_the_task_is_not_the_user() -> None:
     talks = [
-        conversation(n, [NOTICE.replace("2", str(n)), "Yes, please go ahead and book it."])
+        conversation(n, [NOTICE.replace("2", str(n)), "Yes, please go ahead and book it.", FIND])
         for n in range(4)
     ]
     (proposal,) = suggested(talks).proposals
     assert proposal.value == r"\APlease always provide EXACTLY ONE action"
     (reason,) = proposal.reasons
-    assert reason == {"head": NOTICE[:40], "messages": 4, "conversations": 4}
+    assert reason == {
+        "head": NOTICE[:40],
+        "messages": 4,
+        "conversations": 4,
+        "fixed": 4,  # the number in it aside, one text
+        "answered": 4,
+    }
     assert re.search(proposal.value, NOTICE)
-    said = "4 user-role messages in 4 conversations start with 'Please always"
+    said = (
+        "4 user-role messages in 4 conversations start with 'Please always provide EXACTLY ONE "
+        "action': 4 word for word (numbers aside), 4 answered by the model"
+    )
     assert said in format_suggestion(suggested(talks))
     assert suggested(talks, ReminderConfig(not_user="^Note")).proposals == []
 
@@ -167,9 +177,23 @@ def test_a_notice_many_conversations_get_after_the_task_is_not_the_user() -> Non
 def test_a_task_that_recurs_and_a_few_people_saying_the_same_are_the_user() -> None:
     tasks = [conversation(n, ["thanks"], task=NOTICE) for n in range(4)]  # only as the task
     reply = "Yes, please transfer me to a human agent now."
-    replies = [conversation(n, [reply] if n < 3 else []) for n in range(40)]
+    replies = [conversation(n, [reply, FIND] if n < 3 else []) for n in range(40)]
     assert suggested(tasks).proposals == []
     assert suggested(replies).proposals == []  # 3 of 40: a few people, not a harness
+
+
+def test_a_reply_many_customers_give_in_their_own_words_is_the_user() -> None:
+    # A simulated customer's "yes" recurs in many conversations, each time worded its own way.
+    tails = ["Thanks", "Thank you!", "Cheers", "Great", "Perfect", "Ok", "Go on", "Sure", "Yes"]
+    said = "Yes, please proceed with the cancellation of my reservation."
+    replies = [conversation(n, [f"{said} {tail}", FIND]) for n, tail in enumerate(tails)]
+    assert suggested(replies).proposals == []
+    # A sign-off in one wording ends the conversation: the model never answers it.
+    bye = [conversation(n, [FIND, "Thank you so much for your help! ###STOP###"]) for n in range(9)]
+    assert suggested(bye).proposals == []
+    # The same notice, word for word and answered each time, is the harness.
+    notices = [conversation(n, [said + " Reply with one action.", FIND]) for n in range(10)]
+    assert [p.setting for p in suggested(notices).proposals] == ["not_user"]
 
 
 def test_the_real_customer_service_conversations_get_no_not_user() -> None:
@@ -190,13 +214,16 @@ def test_settings_given_are_not_proposed_again_and_the_proposals_go_on_top() -> 
 def test_the_rarest_user_texts_are_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(suggest, "_KEPT", 3)
     said = "{}: a person writing something long enough, once, as number {}."
-    talks = [conversation(n, [NOTICE, said.format(n, 1), said.format(n, 2)]) for n in range(3)]
+    talks = [
+        conversation(n, [NOTICE, FIND, said.format(n, 1), said.format(n, 2)]) for n in range(3)
+    ]
     assert [p.setting for p in suggested(talks).proposals] == ["not_user"]
 
 
 def test_two_notices_are_one_pattern() -> None:
     other = "Your last command ran for too long and was stopped after 60 seconds."
-    (proposal,) = suggested([conversation(n, [NOTICE, other]) for n in range(3)]).proposals
+    talks = [conversation(n, [NOTICE, FIND, other, FIND]) for n in range(3)]
+    (proposal,) = suggested(talks).proposals
     assert proposal.value == rf"\A(?:{NOTICE[:40]}|{other[:40]})"
 
 
@@ -355,7 +382,7 @@ def test_a_file_that_cannot_be_read_is_one_line(
 
 
 def test_the_text_gives_the_settings_as_python_and_as_options() -> None:
-    talks = [conversation(n, [NOTICE]) for n in range(3)]
+    talks = [conversation(n, [NOTICE, FIND]) for n in range(3)]
     text = format_suggestion(
         suggested(talks, ReminderConfig(ignore_arguments={"run_*": ["a", "b"]}))
     )
@@ -364,7 +391,7 @@ def test_the_text_gives_the_settings_as_python_and_as_options() -> None:
 
 
 def test_words_given_are_kept_in_python_and_left_to_the_file_in_options() -> None:
-    talks = [conversation(n, [NOTICE]) for n in range(3)]
+    talks = [conversation(n, [NOTICE, FIND]) for n in range(3)]
     text = format_suggestion(suggested(talks, ReminderConfig(words={"*": {"gentle": "{tool}"}})))
     notice = "not_user='\\\\APlease always provide EXACTLY ONE action'"
     assert f"  ReminderConfig({notice}, words=" in text
