@@ -314,7 +314,8 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
                     with contextlib.suppress(RuntimeError, StopIteration, KeyError):
                         del self._answering[next(iter(self._answering))]
             return
-        if step.found.reminders or step.found.escalation is not None:
+        found = step.found
+        if any(r.reminds for r in found.reminders) or found.escalation is not None:
             self._warn_undelivered()
         report(step.told, dispatch_custom_event)
 

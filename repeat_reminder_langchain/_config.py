@@ -144,10 +144,12 @@ class ReminderConfig(BaseModel):
             characters or more).
         detectors: Each detector's settings, by its name: its `thresholds` (the counts that
             draw its reminders; the first draws a gentle one, every later one a detailed
-            one) and any option of its own, e.g. `{"stale": {"thresholds": [4]}}`. A detector
-            left out keeps its defaults (`thresholds` `[3]`). The built-in detectors'
-            thresholds have a short form each, below; give one or the other. (`repeat`'s are
-            `thresholds` and each tool's own rules.)
+            one), `remind` (False: it counts, logs and sends its events, and neither reminds
+            the model nor escalates; `same_output`'s default) and any option of its own, e.g.
+            `{"stale": {"thresholds": [4]}}`. A detector left out keeps its defaults
+            (`thresholds` `[3]`). The built-in detectors' thresholds have a short form each,
+            below; give one or the other. (`repeat`'s are `thresholds` and each tool's own
+            rules.)
         stale_thresholds: Counts of identical results of one call that draw a reminder.
         same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
         recurring_error_thresholds: Failures of one call with one error, since it last
@@ -374,6 +376,13 @@ class ReminderConfig(BaseModel):
                 raise ValueError(f"{name}: must map settings to values, got {given!r}")
             own: dict[str, Any] = {}
             for setting, setting_value in given.items():
+                if setting == "remind":  # every detector's: whether it reminds, or only reports
+                    if type(setting_value) is not bool:
+                        raise ValueError(
+                            f"{name}.remind: must be True or False, got {setting_value!r}"
+                        )
+                    own[setting] = setting_value
+                    continue
                 if setting not in part.settings:
                     hint = (
                         did_you_mean(setting, tuple(part.settings), "they")

@@ -262,6 +262,7 @@ class LoopCounter:
         "_preview",
         "_reads",
         "_remembering",
+        "_reporting",
         "_rules",
         "_stateful",
         "blocking",
@@ -293,6 +294,10 @@ class LoopCounter:
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The parts asked what of their memory a new user message leaves in place.
         self._remembering = tuple(part for part, _ in self._parts if part.remembers)
+        # The parts that count and report, and neither remind nor escalate (`remind` False).
+        self._reporting = frozenset(
+            name for name in config.detect if not config.detector_settings(name).get("remind", True)
+        )
         self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -445,7 +450,7 @@ class LoopCounter:
                 if observe is not None:
                     counts = {part.name: number for part, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped))
-            reminded = reaches_model and reminder is not None
+            reminded = reaches_model and reminder is not None and reminder.reminds
         new: Record = {
             **record,
             "turn": turn.id,
@@ -530,12 +535,16 @@ class LoopCounter:
     def _reminder(
         self, found: _Found, rules: Rules, call: Call, arguments: str, *, key: str, position: int
     ) -> Reminder | None:
-        """The one reminder a call draws: that of the first detector, by precedence, due one."""
+        """The one reminder a call draws: that of the first detector, by precedence, due one.
+
+        A detector that only reports gives way to any that reminds.
+        """
+        reported = None
         for part, levels, memory, number in found:
             level = (rules.levels if levels is None else levels)[number]
             if level is None:
                 continue
-            return Reminder(
+            reminder = Reminder(
                 call.tool,
                 number,
                 level,
@@ -545,8 +554,12 @@ class LoopCounter:
                 position=position,
                 # Details come from what a detector remembers: one that keeps nothing has none.
                 details=part.details(memory, self._cut) if part.remembers else {},
+                reminds=part.name not in self._reporting,
             )
-        return None
+            if reminder.reminds:
+                return reminder
+            reported = reported or reminder
+        return reported
 
     def _cut(self, text: str) -> str:
         """`text` cut to the preview cap."""
@@ -565,6 +578,8 @@ class LoopCounter:
         if limit is None:
             return None
         for part, _, _, number in found:
+            if part.name in self._reporting:
+                continue  # it reports; it never acts
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
             # and after. It is refused before it runs, when only a count that needs no result
             # is known: the detectors that read results keep reminding.

@@ -198,11 +198,14 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
     told.stats.add(counted, delivered=delivered)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
-        data = reminder_event(reminder, config, delivered, thread)
-        if delivered:
+        sent = delivered and reminder.reminds
+        data = reminder_event(reminder, config, sent, thread)
+        if sent:
             outcome = "sent"
         elif config.mode == "observe":
             outcome = "observed, not sent (observe mode)"
+        elif not reminder.reminds:
+            outcome = f"counted, not sent ({reminder.detector} reports only: remind=False)"
         else:
             outcome = f"due but not delivered ({_UNDELIVERED})"
         logger.info(

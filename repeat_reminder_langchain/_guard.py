@@ -254,8 +254,9 @@ class Guard:
         if self.config.mode == "observe":
             pass
         elif escalation is None or escalation.behavior == "block":
-            if found.reminders:
-                messages = [reminder_message(found.reminders, kind, self.words)]
+            reminders = [r for r in found.reminders if r.reminds]  # the others report only
+            if reminders:
+                messages = [reminder_message(reminders, kind, self.words)]
         elif escalation.behavior == "error":
             stop = RepeatToolLoopError(escalation, told.thread)
         elif escalation.behavior == "interrupt":

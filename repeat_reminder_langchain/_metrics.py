@@ -230,7 +230,8 @@ class Metrics:
                 DETECTOR: reminder.detector,
             }
             instruments.streak.record(reminder.count, where)
-            instruments.reminders.add(1, {**where, LEVEL: reminder.level, DELIVERED: delivered})
+            sent = delivered and reminder.reminds
+            instruments.reminders.add(1, {**where, LEVEL: reminder.level, DELIVERED: sent})
         escalation = count.escalation
         if escalation is not None:
             instruments.escalations.add(

@@ -151,6 +151,9 @@ class Reminder:
             the error or returned the output), `evidence` (`cycle`: the calls of one round;
             `same_output`: the output).
         summary: A one-line label such as `grep × 5`.
+        reminds: Whether its detector reminds the model; False for one that only counts and
+            reports (its `remind` setting: `same_output`'s by default), whose reminder is
+            logged and sent as an event, never added to the conversation.
 
     Example:
         >>> reminder = Reminder("grep", 5, "detailed", '{"pattern":"retry_limit"}')
@@ -167,6 +170,7 @@ class Reminder:
     detector: str = "repeat"
     position: int = 0
     details: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    reminds: bool = True
     summary: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -97,7 +97,8 @@ class Stats:
         self._followed += len(followups)
         self._recovered += sum(followups)
         for reminder in count.reminders:
-            self._reminders[reminder.detector, reminder.tool, reminder.level, delivered] += 1
+            sent = delivered and reminder.reminds
+            self._reminders[reminder.detector, reminder.tool, reminder.level, sent] += 1
         if count.escalation is not None:
             self._escalations[count.escalation.tool, count.escalation.detector] += 1
 

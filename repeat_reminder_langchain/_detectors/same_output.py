@@ -2,8 +2,9 @@
 
 An agent writes the same experiment under a new file name and runs it, or runs a script with
 another flag, and gets back the very output it got before: the change did not reach what the
-output shows. No call repeats; the output does. Opt-in: a check that passes after each of
-several fixes returns one output too (on the labelled corpus, 4 of 28 such outputs were loops).
+output shows. No call repeats; the output does. Opt-in, and it reports without reminding unless
+asked (`remind`): a check that passes after each of several fixes returns one output too (on
+the labelled corpus, 4 of 28 such outputs were loops).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class SameOutput(Part):
     """
 
     name = "same_output"
+    # It reports unless asked to remind (`remind`): on a coding agent most of its flags are
+    # checks that rightly print the same output again (of 16 on the labelled corpus, 4 loops).
+    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,), "remind": False}
     says: ClassVar[Mapping[str, Any]] = {"evidence": "the output", "variants": 2}
     counts = "calls of one tool returning one output"
     remembers = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
 from repeat_reminder_langchain._detectors import Seen
@@ -125,3 +125,49 @@ def test_the_same_call_again_is_said_by_repeat_first() -> None:
     turns = [[run("a")], [run("b")], [run("b")]]
     assert play(turns, config)[1] == [("same_output", "gentle", "bash", 3)]
     assert play([*turns, [run("b")]], config)[1][1:] == [("repeat", "gentle", "bash", 3)]
+
+
+# -- reporting, not reminding -------------------------------------------------------------------
+
+
+def test_it_reports_without_reminding_unless_asked() -> None:
+    config = ReminderConfig(detect=["same_output"])
+    counter, record = LoopCounter(config), {}
+    for name in "abc":
+        counted = counter.count(record, Turn(name, (run(name),)))
+        record = counted.record or record
+    (reported,) = counted.reminders
+    assert (reported.detector, reported.count, reported.reminds) == ("same_output", 3, False)
+    assert record["reminded"] is False  # the model read nothing: no answer to follow up
+    asked = ReminderConfig(detect=["same_output"], detectors={"same_output": {"remind": True}})
+    counter, record = LoopCounter(asked), {}
+    for name in "abc":
+        counted = counter.count(record, Turn(name, (run(name),)))
+        record = counted.record or record
+    assert [r.reminds for r in counted.reminders] == [True]
+    assert record["reminded"] is True
+
+
+def test_a_detector_that_reports_gives_way_to_one_that_reminds() -> None:
+    # Any detector can be told to report only; `repeat` first by precedence, `stale` reminds.
+    config = ReminderConfig(detect=["repeat", "stale"], detectors={"repeat": {"remind": False}})
+    same = [[c(tool="read", args={"p": 1}, result="the same text")] for _ in range(3)]
+    counter, record, found = LoopCounter(config), {}, []
+    for number, calls in enumerate(same):
+        counted = counter.count(record, Turn(f"t{number}", tuple(calls)))
+        record = counted.record or record
+        found += counted.reminders
+    assert [(r.detector, r.reminds) for r in found] == [("stale", True)]
+    alone = ReminderConfig(detectors={"repeat": {"remind": False}})
+    reported = LoopCounter(alone)
+    record = {}
+    for number, calls in enumerate(same):
+        counted = reported.count(record, Turn(f"t{number}", tuple(calls)))
+        record = counted.record or record
+    assert [(r.detector, r.reminds) for r in counted.reminders] == [("repeat", False)]
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_remind_takes_true_or_false(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"detectors: same_output\.remind: must be True or False"):
+        ReminderConfig(detect=["same_output"], detectors={"same_output": {"remind": value}})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -323,14 +324,54 @@ def bash(command: str) -> str:
     return TRACE if command.startswith("python") else ""
 
 
-def test_same_output_reminds_when_new_names_bring_back_one_output(guarded: Make) -> None:
+def new_names() -> list[AIMessage]:
     script = []
     for name in ("repro", "repro2", "repro3"):
         script += [
             turn(call("bash", {"command": f"cp base.py {name}.py"})),
             turn(call("bash", {"command": f"python {name}.py"})),
         ]
-    agent = guarded(scripted(script), tools=[bash], detect=["repeat", "same_output"])
+    return script
+
+
+def test_same_output_counts_and_reports_without_reminding_unless_asked(guarded: Make) -> None:
+    agent = guarded(scripted(new_names()), tools=[bash], detect=["repeat", "same_output"])
+    assert tags(agent.invoke(ask())) == []
+    stats = agent.stats.snapshot()
+    assert stats["detectors"] == {"same_output": {"delivered": 0, "undelivered": 1}}
+    assert stats["undelivered"] == {"bash": {"gentle": 1}}
+    # With escalation on, it still only reports: it never stops a run.
+    stopping = guarded(
+        scripted(new_names()),
+        tools=[bash],
+        detect=["same_output"],
+        same_output_thresholds=[2],
+        escalate_after=3,
+    )
+    assert tags(stopping.invoke(ask())) == []
+    assert stopping.stats.snapshot()["escalations"] == {}
+
+
+def test_what_it_reports_is_logged_as_counted_not_sent(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = [turn(call("bash", {"command": f"python {name}.py"})) for name in "abc"]
+    agent = guarded(scripted(script), tools=[bash], detect=["same_output"])
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        assert tags(agent.invoke(ask())) == []
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert line.startswith(
+        "repeat tool reminder counted, not sent (same_output reports only: remind=False): bash × 3"
+    )
+
+
+def test_same_output_reminds_when_new_names_bring_back_one_output(guarded: Make) -> None:
+    agent = guarded(
+        scripted(new_names()),
+        tools=[bash],
+        detect=["repeat", "same_output"],
+        detectors={"same_output": {"remind": True}},
+    )
     messages = agent.invoke(ask())
 
     assert tags(messages) == [("same_output", "gentle", "bash", 3)]
