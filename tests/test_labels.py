@@ -386,12 +386,12 @@ FIGURES = {
         ("repeat", "recommended"): (1, 1, 1, 1),
         ("stale", "recommended"): (1, 1, 1, 1),
         ("same_error", "recommended"): (1, 1, 1, 1),
-        ("recurring_error", "recommended"): (1, 1, 1, 1),
+        ("recurring_error", "recommended"): (2, 2, 1, 1),
         ("cycle", "recommended"): (0, 0, 0, 1),
         ("same_output", "recommended"): (0, 0, 0, 1),
-        ("any", "recommended"): (1, 1, 1, 1),
+        ("any", "recommended"): (2, 2, 1, 1),
         ("on", "defaults"): (0, 0, 0, 1),
-        ("on", "recommended"): (1, 1, 1, 1),
+        ("on", "recommended"): (2, 2, 1, 1),
     },
 }
 
@@ -408,7 +408,13 @@ STRAY = {
         ("any", "recommended"): 19,
         ("on", "recommended"): 1,
     },
-    "tau_bench_gpt4o_airline.dev.labels.jsonl": {},
+    # A genuine one: the refusal recurring_error counts by its cause, a shape the scan does not
+    # look for (the error texts differ by the amount the model sent).
+    "tau_bench_gpt4o_airline.dev.labels.jsonl": {
+        ("recurring_error", "recommended"): 1,
+        ("any", "recommended"): 1,
+        ("on", "recommended"): 1,
+    },
 }
 
 

@@ -4,11 +4,18 @@ An agent retries a call that failed after doing something else — a search, a q
 user — as if that had changed anything: the booking is refused with the same message a fourth
 time. `same_error` ends at the other tool and `stale` at the user; this one remembers each
 failing call until that call succeeds.
+
+With `by="cause"` it remembers each failure instead: one tool refused with the same error
+again and again while the model changes what it sends — "total price is 1002, but paid 957",
+then "…but paid 1047" — the numbers the error echoes from the call's own arguments set aside,
+the rest (the item it names) the same. A success of the tool forgets its failures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 from typing_extensions import override
@@ -17,16 +24,24 @@ from .._canonical import digest
 from ._part import Part, Seen, Words, expect
 
 CALLS = 16
-"""How many failing calls an agent's `recurring_error` remembers; the least recent goes first."""
+"""How many failing calls (or causes) an agent's `recurring_error` remembers; the least recent
+goes first."""
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 class _Failing:
-    """The failing calls remembered, oldest first: each `[error, failures]` by its fingerprint."""
+    """The failing calls and causes remembered, oldest first, and the cause seen last.
 
-    __slots__ = ("calls", "text")
+    Each is `[error, failures]` by its fingerprint; `last` is the cause of the call seen last,
+    when it failed (`by="cause"`).
+    """
+
+    __slots__ = ("calls", "last", "text")
 
     def __init__(self, kept: Mapping[str, Any]) -> None:
         self.calls: dict[str, list[Any]] = dict(kept.get("calls", {}))
+        self.last: str = kept.get("last", "")
         self.text = ""  # the error text of the call seen last
 
 
@@ -39,16 +54,17 @@ class RecurringError(Part):
     """
 
     name = "recurring_error"
+    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,), "by": "cause"}
     says: ClassVar[Mapping[str, Any]] = {"error": "the error"}
     counts = "failures of one call with one error"
     remembers = True
     words = Words(
         gentle=(
-            "`{tool}` has now failed {count} times with these same arguments and the same "
-            "error, with other steps in between: {error}\n"
-            "What happened between the attempts did not change the outcome, so the same call "
-            "will fail again. Deal with the cause the error names, change the call, or tell "
-            "the user what is blocking you."
+            "`{tool}` has now failed {count} times with the same error, with other steps in "
+            "between: {error}\n"
+            "What happened between the attempts did not change the outcome, so it will fail "
+            "again. Deal with the cause the error names, change the call, or tell the user "
+            "what is blocking you."
         ),
         detailed=(
             "Recurring tool failure detected.\n"
@@ -56,12 +72,22 @@ class RecurringError(Part):
             "- failures_since_last_success: {count}\n"
             "- arguments: {arguments}\n"
             "- error: {error}\n"
-            "This exact call keeps failing the same way whatever is done between attempts. Do "
-            "not make it again unchanged: address what the error says, use another approach, "
-            "or report the problem."
+            "This call keeps failing the same way whatever is done between attempts. Do not "
+            "make it again as it is: address what the error says, use another approach, or "
+            "report the problem."
         ),
         stopped="the same call failing with the same error",
     )
+
+    def __init__(self, config: Any, settings: Mapping[str, Any]) -> None:
+        self.by_cause = settings.get("by") == "cause"
+
+    @override
+    @classmethod
+    def check_setting(cls, name: str, value: Any) -> Any:
+        if value not in ("call", "cause"):
+            raise ValueError(f"must be 'call' or 'cause', got {value!r}")
+        return value
 
     @override
     def start(self, kept: Mapping[str, Any]) -> _Failing:
@@ -71,19 +97,47 @@ class RecurringError(Part):
     def see(self, memory: _Failing, seen: Seen) -> int | None:
         call = digest(f"{seen.tool}\x00{seen.key}")[:16]
         before = memory.calls.pop(call, None)
+        cause = self._cause(memory, seen) if self.by_cause else 0
         if not seen.failed:
             return None  # it succeeded: what it failed with before is forgotten
         error = digest(seen.text)[:16]
         failures = before[1] + 1 if before is not None and before[0] == error else 1
         memory.calls[call] = [error, failures]
-        if len(memory.calls) > CALLS:
+        while len(memory.calls) > CALLS:
             del memory.calls[next(iter(memory.calls))]
         memory.text = seen.text
+        return max(failures, cause)
+
+    def _cause(self, memory: _Failing, seen: Seen) -> int:
+        """The tool's failures with this error, the numbers the call itself sent set aside.
+
+        A success of the tool forgets them.
+        """
+        tool = "~" + digest(seen.tool)[:7]  # not a hex digit: no call's key starts so
+        if not seen.failed:
+            for key in [k for k in memory.calls if k.startswith(tool)]:
+                del memory.calls[key]
+            memory.last = ""
+            return 0
+        sent = set(_numbers(_parsed(seen.arguments)))
+        cause = digest(_NUMBER.sub(lambda m: "#" if float(m[0]) in sent else m[0], seen.text))
+        key = tool + cause[:8]
+        before = memory.calls.pop(key, None)
+        # Right after the same failure, another variation is `same_error`'s; counted here is
+        # the model coming back to it after doing something else.
+        failures = 1 if before is None else before[1] + (memory.last != key)
+        memory.calls[key] = [cause[:16], failures]
+        memory.last = key
         return failures
 
     @override
     def keep(self, memory: _Failing) -> dict[str, Any] | None:
-        return {"calls": memory.calls} if memory.calls else None
+        if not memory.calls:
+            return None
+        kept: dict[str, Any] = {"calls": memory.calls}
+        if memory.last:
+            kept["last"] = memory.last
+        return kept
 
     @override
     @classmethod
@@ -98,7 +152,7 @@ class RecurringError(Part):
     @classmethod
     def check(cls, kept: object) -> None:
         super().check(kept)
-        expect(kept, {"calls": dict})  # type: ignore[arg-type]
+        expect(kept, {"calls": dict, "last": str})  # type: ignore[arg-type]
         for entry in kept.get("calls", {}).values():  # type: ignore[attr-defined]
             if not (
                 type(entry) is list
@@ -108,3 +162,28 @@ class RecurringError(Part):
                 and entry[1] > 0
             ):
                 raise ValueError(f"a call must be [error, failures], got {entry!r}")
+
+
+def _parsed(arguments: str) -> Any:
+    """The canonical arguments as data; None when they are not JSON (nothing to set aside)."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return None
+
+
+def _numbers(value: Any) -> Iterator[float]:
+    """Every number in the arguments, as a float: numbers, and strings that are one."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield float(value)
+    elif isinstance(value, str):
+        if _NUMBER.fullmatch(value):
+            yield float(value)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _numbers(item)

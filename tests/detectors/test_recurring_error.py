@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.recurring_error import CALLS, RecurringError
@@ -58,7 +58,13 @@ def test_it_remembers_the_latest_failing_calls_only() -> None:
 
 @pytest.mark.parametrize(
     "kept",
-    [{"calls": []}, {"calls": {"c": ["e"]}}, {"calls": {"c": ["e", 0]}}, {"calls": {"c": "e:1"}}],
+    [
+        {"calls": []},
+        {"calls": {"c": ["e"]}},
+        {"calls": {"c": ["e", 0]}},
+        {"calls": {"c": "e:1"}},
+        {"calls": {"c": ["e", 1]}, "last": 3},
+    ],
 )
 def test_a_stored_memory_it_did_not_write_is_refused(kept: object) -> None:
     with pytest.raises(RecordError, match="stored recurring_error memory is not valid"):
@@ -97,6 +103,89 @@ def test_consecutive_identical_failures_are_said_by_repeat_first() -> None:
 
 
 def test_a_stored_memory_it_wrote_is_read_back() -> None:
-    kept = {"calls": {"a": ["e", 2], "b": ["f", 1]}}
+    kept = {"calls": {"a": ["e", 2], "b": ["f", 1]}, "last": "b"}
     stored = {"detectors": {"recurring_error": kept}}
     assert read_record(stored) == stored
+
+
+# -- by cause: one refusal the model comes back to, whatever it sends --------------------------
+
+
+def refused(paid: int) -> object:
+    args = {"flights": ["HAT1"], "paid": paid}
+    return c(tool="book", args=args, result=f"Error: total price is 1002, but paid {paid}")
+
+
+def total(expression: str) -> object:
+    return c(tool="calculate", args={"expression": expression}, result="957.0")
+
+
+def test_the_same_refusal_with_new_amounts_counts_when_the_model_comes_back_to_it() -> None:
+    # The error echoes the amount sent: set aside, the refusal (the total it names) is one.
+    turns = [[total("a")], [refused(957)], [total("b")], [refused(1047)], [total("c")]]
+    turns += [[refused(957)]]
+    found = play(turns, ReminderConfig(detect=["recurring_error"], error_pattern="^Error"))[1]
+    assert found == [("recurring_error", "gentle", "book", 3)]
+    assert play(turns, RECURRING_BY_CALL)[1] == []  # by the call alone: 957 twice
+
+
+def test_by_cause_leaves_variations_one_after_another_to_same_error() -> None:
+    turns = [[refused(paid)] for paid in (957, 1047, 1002, 990)]
+    assert play(turns, ReminderConfig(detect=["recurring_error"], error_pattern="^Error"))[1] == []
+
+
+def test_by_cause_a_success_of_the_tool_forgets_its_refusals() -> None:
+    booked = c(tool="book", args={"paid": 1002}, result="booked")
+    turns = [[refused(957)], [total("a")], [refused(1047)], [booked], [refused(990)], [total("b")]]
+    turns += [[refused(957)]]
+    assert play(turns, ReminderConfig(detect=["recurring_error"], error_pattern="^Error"))[1] == []
+
+
+def test_numbers_the_call_did_not_send_are_part_of_the_cause() -> None:
+    # Another total named is another refusal; a number only in the error is not set aside.
+    other = c(tool="book", args={"paid": 957}, result="Error: total price is 1500, but paid 957")
+    turns = [[refused(957)], [total("a")], [other], [total("b")], [refused(957)]]
+    config = ReminderConfig(
+        detect=["recurring_error"], recurring_error_thresholds=[2], error_pattern="^Error"
+    )
+    assert play(turns, config)[1] == [("recurring_error", "gentle", "book", 2)]  # call 4 only
+
+
+def test_arguments_that_are_not_json_set_nothing_aside() -> None:
+    part = RecurringError(RECURRING, {"by": "cause"})
+    memory = part.start({})
+    text = "Error: total price is 1002, but paid 957"
+    between = Seen("other", "j", 1, "ok", False, "ok")
+    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 1
+    assert part.see(memory, between) is None
+    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 2
+    # Lists, nested objects, strings that are numbers are walked; a flag is no number.
+    sent = Seen("book", "m", 1, text, True, text, "", '{"amounts": [957, true]}')
+    assert part.see(memory, sent) == 1  # "paid 957" set aside: another cause than above
+    assert part.see(memory, between) is None
+    again = Seen("book", "n", 1, text, True, text, "", '{"x": {"paid": "957"}}')
+    assert part.see(memory, again) == 2
+
+
+def test_a_cause_forgotten_starts_over_even_right_after_itself() -> None:
+    part = RecurringError(RECURRING, {"by": "cause"})
+    memory = part.start({})
+    text = "Error: sold out"
+    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "{}")) == 1
+    memory.calls.clear()  # forgotten (the least recent go first), though seen last
+    assert part.see(memory, Seen("book", "j", 1, text, True, text, "", "{}")) == 1
+    kept = part.keep(memory)
+    assert kept is not None and all(entry[1] > 0 for entry in kept["calls"].values())
+
+
+@pytest.mark.parametrize("value", ["tool", 1, None])
+def test_by_takes_call_or_cause(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"recurring_error\.by: must be 'call' or 'cause'"):
+        ReminderConfig(detect=["recurring_error"], detectors={"recurring_error": {"by": value}})
+
+
+RECURRING_BY_CALL = ReminderConfig(
+    detect=["recurring_error"],
+    detectors={"recurring_error": {"by": "call"}},
+    error_pattern="^Error",
+)

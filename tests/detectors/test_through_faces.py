@@ -242,7 +242,7 @@ def test_recurring_error_reminds_when_one_call_fails_alike_between_other_steps(
 ) -> None:
     script = []
     for n in range(3):
-        script += [turn(call("book", {"amount": 5})), turn(call("other", {"q": n}))]
+        script += [turn(call("book", {"amount": 5})), turn(call("other", {"q": str(n)}))]
         script.append(AIMessage("The booking failed. Shall I try again?"))
     agent = guarded(
         scripted(script),
@@ -255,7 +255,7 @@ def test_recurring_error_reminds_when_one_call_fails_alike_between_other_steps(
 
     # `same_error` ends at the other tool; the booking fails alike after each user message.
     assert tags(messages) == [("recurring_error", "gentle", "book", 3)]
-    assert "failed 3 times with these same arguments" in texts(messages)[0]
+    assert "failed 3 times with the same error, with other steps in between" in texts(messages)[0]
     assert "payment amount does not add up" in texts(messages)[0]
 
 

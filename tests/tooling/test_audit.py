@@ -481,8 +481,10 @@ def test_every_detector_with_the_guards_semantics(
     assert defaults["bookkeeping"] == []  # book alternates its arguments: nothing to reveal
     argv = ["audit", path, "--detect", "all", "--error-pattern", "^Error"]
     found = run_json(capsys, argv)
-    # think's empty result is no evidence that nothing changed: only status is stale.
+    # think's empty result is no evidence that nothing changed: only status is stale. The
+    # booking is refused alike whatever the seat, the model coming back to it each time.
     assert [(f["tool"], f["detector"], f["count"]) for f in found["findings"]] == [
+        ("book", "recurring_error", 3),
         ("status", "stale", 3),
     ]
     assert found["detectors"]["same_error"]["reminders"] == 0  # status succeeds between
