@@ -5,10 +5,11 @@ user — as if that had changed anything: the booking is refused with the same m
 time. `same_error` ends at the other tool and `stale` at the user; this one remembers each
 failing call until that call succeeds.
 
-With `by="cause"` it remembers each failure instead: one tool refused with the same error
-again and again while the model changes what it sends — "total price is 1002, but paid 957",
-then "…but paid 1047" — the numbers the error echoes from the call's own arguments set aside,
-the rest (the item it names) the same. A success of the tool forgets its failures.
+It also remembers each refusal by its cause (`by="cause"`, the default; `"call"`: the call
+alone): one tool refused with the same error while the model changes what it sends — "total
+price is 1002, but paid 957", then "…but paid 1047" — the numbers the error echoes from the
+call's own arguments set aside, the rest (the total, the item it names) the same. It counts the
+model coming back to the refusal after doing something else; a success of the tool forgets.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ class RecurringError(Part):
 
     A result fails as `same_error` says: marked as an error, or matched by `error_pattern`.
     Other calls and user messages between the attempts change nothing; a success of the call,
-    or another error, starts its count over.
+    or another error, starts its count over. By cause, it counts the tool's failures with one
+    error (numbers echoed from the arguments aside) it came back to; the larger count is said.
     """
 
     name = "recurring_error"

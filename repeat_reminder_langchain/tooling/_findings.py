@@ -7,13 +7,17 @@ Plain records, filled by `audit.Auditor` and read by the text (`tables`), the HT
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._canonical import result_text
 from .._config import ReminderConfig
+from ..replay import Call
 
 __all__ = [
+    "FAILING",
     "Audit",
     "ConversationAudit",
     "Finding",
@@ -21,8 +25,12 @@ __all__ = [
     "Revealed",
     "TimelineCall",
     "ToolAudit",
+    "failed",
     "settings",
 ]
+
+FAILING = ("same_error", "recurring_error")
+"""The detectors that count failures only: blind on logs where no failure can be seen."""
 
 _LEVELS = ("gentle", "detailed", "escalated")  # the firmest last
 
@@ -249,6 +257,8 @@ class Audit:
         sources: The files read, or the checkpointer.
         threads: Whether the conversations are a checkpointer's threads: findings then name
             the thread and its checkpoint.
+        failures_seen: Whether a tracked call was seen to fail (`status="error"` or
+            `error_pattern`); looked for only while a detector of `FAILING` is in use.
     """
 
     config: ReminderConfig
@@ -266,6 +276,7 @@ class Audit:
     problems: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     threads: bool = False
+    failures_seen: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -304,6 +315,7 @@ class Audit:
             },
             "tools": {name: _plain(tool) for name, tool in sorted(self.tools.items())},
             "detectors": self.detectors,
+            "failures_seen": self.failures_seen,
             "bookkeeping": [
                 {"tool": r.tool, "findings": r.findings, "conversations": r.conversations}
                 for r in self.revealed
@@ -312,6 +324,15 @@ class Audit:
             "flagged": [found.as_dict() for found in self.flagged],
             "findings": [finding.as_dict() for finding in self.findings],
         }
+
+
+def failed(call: Call, pattern: re.Pattern[str] | None) -> bool:
+    """Whether a call failed as the detectors judge it: marked so, or matched by the pattern."""
+    if call.failed:
+        return True
+    if pattern is None or call.result is None:
+        return False
+    return pattern.search(result_text(call.result)) is not None
 
 
 def _plain(tool: ToolAudit) -> dict[str, int]:

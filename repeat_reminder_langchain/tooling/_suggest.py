@@ -35,10 +35,11 @@ from .._canonical import canonicalize, digest, result_text
 from .._config import ReminderConfig
 from .._detectors import DETECTORS
 from .._reminder import is_reminder, preview
-from ..replay import Call, replay
+from ..replay import replay
+from ._findings import failed
 from ._logs import Conversation
 
-__all__ = ["AT", "FAILING", "SWEEP", "Proposal", "Suggester", "Suggestion", "Sweeper"]
+__all__ = ["AT", "SWEEP", "Proposal", "Suggester", "Suggestion", "Sweeper"]
 
 SWEEP = (2, 3, 4)
 """The thresholds the sweep counts flags at."""
@@ -46,7 +47,6 @@ SWEEP = (2, 3, 4)
 AT = 3
 """The threshold a detector is proposed at: every detector's first by default."""
 
-FAILING = ("same_error", "recurring_error")  # the detectors that count failures only
 _LEFT_OUT = {
     # Measured on the labelled development corpus: of its flags at 3, 4 in 16 genuine on a
     # coding agent (a check that rightly prints the same after each fix, `git checkout`'s
@@ -394,7 +394,7 @@ class Sweeper:
         """Count one conversation's flags, and the failures it shows."""
         found: dict[tuple[str, int], int] = {}
         for item in replay(conversation.messages, self._config):
-            self.suggestion.failures += self._failed(item.call)
+            self.suggestion.failures += failed(item.call, self._failure)
             for name, count in item.trace.counts.items() if item.trace else ():
                 if count in SWEEP:
                     found[name, count] = found.get((name, count), 0) + 1
@@ -406,14 +406,6 @@ class Sweeper:
         for (detector, at), flags in found.items():
             total, conversations = self.suggestion.sweep[detector][at]
             self.suggestion.sweep[detector][at] = (total + flags, conversations + 1)
-
-    def _failed(self, call: Call) -> bool:
-        if call.failed:
-            return True
-        pattern, result = self._failure, call.result
-        if pattern is None or result is None:
-            return False
-        return pattern.search(result_text(result)) is not None
 
     def finish(self) -> Suggestion:
         """The suggestion, with `detect` proposed.

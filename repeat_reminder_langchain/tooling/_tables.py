@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._config import THRESHOLDS, ReminderConfig
-from ._findings import Audit, ConversationAudit, Finding, settings
-from ._suggest import AT, FAILING, SWEEP, Proposal, Suggestion
+from ._findings import FAILING, Audit, ConversationAudit, Finding, settings
+from ._suggest import AT, SWEEP, Proposal, Suggestion
 from .lab import LabRun
 
 __all__ = [
@@ -175,12 +175,23 @@ def finding_rows(result: Audit) -> Rows:
 
 
 def notes(result: Audit) -> list[str]:
-    """What excluding each bookkeeping tool would reveal, one line each."""
-    return [
+    """The audit's notes, one line each.
+
+    What excluding each bookkeeping tool would reveal; and, once, that the detectors of
+    failures in use had none to count.
+    """
+    lines = [
         f"note: excluding {r.tool} would reveal {plural(r.findings, 'reminder')} in "
         f"{plural(r.conversations, 'conversation')} (--exclude {r.tool})"
         for r in result.revealed
     ]
+    blind = [name for name in FAILING if name in result.config.detect]
+    if blind and result.calls and not result.failures_seen:
+        lines.append(
+            f"note: {' and '.join(blind)} counted nothing: no failure can be recognised in these "
+            'logs (no result is marked status="error" and none matches --error-pattern)'
+        )
+    return lines
 
 
 NO_FINDINGS = "no findings: the guard would not have stepped in."

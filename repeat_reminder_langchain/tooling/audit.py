@@ -21,6 +21,7 @@ Definitions (the command line's `--help` and the README use the same words):
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -32,6 +33,7 @@ from .._policy import ToolPolicy
 from .._reminder import is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
 from ._findings import (
+    FAILING,
     Audit,
     ConversationAudit,
     Finding,
@@ -39,6 +41,7 @@ from ._findings import (
     Revealed,
     TimelineCall,
     ToolAudit,
+    failed,
     settings,
 )
 from ._logs import Conversation
@@ -106,6 +109,9 @@ class Auditor:
         self._kept: list[_Kept] = []
         self._excluded: dict[str, ReminderConfig] = {}
         self._revealed: dict[str, list[int]] = {}
+        # Whether the detectors of failures see any: looked for until one is found.
+        self._look = not set(FAILING).isdisjoint(config.detect)
+        self._failure = re.compile(config.error_pattern) if config.error_pattern else None
 
     def add(self, conversation: Conversation) -> ConversationAudit | None:
         """Audit one conversation; what it found, or None when it found nothing."""
@@ -153,6 +159,8 @@ class Auditor:
             if walk.rows is not None:
                 walk.rows.append(_row(number, position, call, None))
             return
+        if self._look and failed(call, self._failure):
+            self.result.failures_seen, self._look = True, False
         tool.longest = max(tool.longest, trace.streak)
         tool.streaks += trace.streak == 2
         wasted = exceeds(self.config, call.tool, trace.counts)

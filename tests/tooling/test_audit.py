@@ -496,6 +496,28 @@ def test_every_detector_with_the_guards_semantics(
     assert run_json(capsys, [*argv[:4], "--exclude", "think,status"])["findings"] == []
 
 
+def test_logs_where_no_failure_can_be_seen_say_so_once_for_the_detectors_of_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OpenAI's tool messages carry no status: without a pattern, no failure can be seen.
+    path = write(tmp_path, "log.json", json.dumps([openai_loop(4, result="Error: denied")]))
+    argv = ["audit", path, "--detect", "repeat,same_error,recurring_error"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    note = (
+        "note: same_error and recurring_error counted nothing: no failure can be recognised in "
+        'these logs (no result is marked status="error" and none matches --error-pattern)'
+    )
+    assert text.count("no failure can be recognised") == 1 and note in text
+    assert run_json(capsys, argv)["failures_seen"] is False
+    seen = run_json(capsys, [*argv, "--error-pattern", "^Error"])
+    assert seen["failures_seen"] is True
+    assert main([*argv, "--error-pattern", "^Error"]) == 0
+    assert "recognised" not in capsys.readouterr().out
+    assert main(["audit", path, "--detect", "repeat,stale"]) == 0  # none in use: nothing said
+    assert "recognised" not in capsys.readouterr().out
+
+
 def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
