@@ -191,6 +191,8 @@ class CallTrace(NamedTuple):
         counts: What each detector in use counted for it.
         reminder: The reminder it drew, if any.
         escalation: The escalation it caused, if any.
+        failed: Whether the detectors took its result for a failure (`status="error"`, or
+            `error_pattern` where a detector in use reads results).
     """
 
     position: int
@@ -199,6 +201,7 @@ class CallTrace(NamedTuple):
     counts: Mapping[str, int]
     reminder: Reminder | None
     escalation: Escalation | None
+    failed: bool = False
 
 
 class Count(NamedTuple):
@@ -432,7 +435,7 @@ class LoopCounter:
             # limit may call for something: most calls under the defaults need nothing more.
             may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
             if may_draw or observe is not None:
-                found = self._detect(minds, call, new_key, run, outcome, arguments)
+                found, failed = self._detect(minds, call, new_key, run, outcome, arguments)
                 if unanswered and may_draw:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
@@ -449,7 +452,7 @@ class LoopCounter:
                         reminders = [*reminders, reminder]
                 if observe is not None:
                     counts = {part.name: number for part, _, _, number in found}
-                    observe(CallTrace(position, call, run, counts, reminder, stopped))
+                    observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
             reminded = reaches_model and reminder is not None and reminder.reminds
         new: Record = {
             **record,
@@ -516,8 +519,8 @@ class LoopCounter:
 
     def _detect(  # noqa: PLR0917 - one call's facts, as the loop has them
         self, minds: _Minds, call: Call, key: str, run: int, outcome: str, arguments: str
-    ) -> _Found:
-        """What each detector in use counted for a call, in the order they take precedence."""
+    ) -> tuple[_Found, bool]:
+        """What each detector in use counted for a call, by precedence; and whether it failed."""
         result = call.result
         text = "" if result is None or not self._reads else result_text(result)
         failure = self._failure
@@ -530,7 +533,7 @@ class LoopCounter:
             number = part.see(memory, seen)
             if number is not None:
                 found.append((part, levels, memory, number))
-        return found
+        return found, failed
 
     def _reminder(
         self, found: _Found, rules: Rules, call: Call, arguments: str, *, key: str, position: int

@@ -68,7 +68,8 @@ class Part(ABC):
     """What it says."""
     settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,)}
     """Its settings and their defaults: `thresholds`, the counts that draw its reminders (none:
-    each tool's own rules), and any option of its own, checked by `check_setting`."""
+    each tool's own rules), `remind` when it does not remind by default (every detector takes
+    it: `True` unless declared), and any option of its own, checked by `check_setting`."""
     says: ClassVar[Mapping[str, Any]] = {}
     """What its reminder says beside the count: each name `details` gives, with a sample value
     (words are tried with it when a guard is built)."""
@@ -78,6 +79,9 @@ class Part(ABC):
     """Whether it keeps a memory of the agent between turns (then it sees every call)."""
     needs_result: ClassVar[bool] = True
     """Whether a call whose result is unknown tells it nothing."""
+    failures_only: ClassVar[bool] = False
+    """Whether it counts failures only: on logs where none can be recognised it counts nothing
+    (the audit says so)."""
     before_run: ClassVar[bool] = False
     """Whether it counts a call before the call runs (so that `block` can refuse it)."""
     legacy: ClassVar[tuple[str, ...]] = ()

@@ -60,6 +60,7 @@ class RecurringError(Part):
     says: ClassVar[Mapping[str, Any]] = {"error": "the error"}
     counts = "failures of one call with one error"
     remembers = True
+    failures_only = True
     words = Words(
         gentle=(
             "`{tool}` has now failed {count} times with the same error, with other steps in "

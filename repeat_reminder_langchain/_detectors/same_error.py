@@ -48,6 +48,7 @@ class SameError(Part):
     }
     counts = "consecutive identical failures"
     remembers = True
+    failures_only = True
     legacy = ("failing", "error", "failures", "variants")
     words = Words(
         gentle=(

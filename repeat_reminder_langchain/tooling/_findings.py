@@ -7,17 +7,14 @@ Plain records, filled by `audit.Auditor` and read by the text (`tables`), the HT
 from __future__ import annotations
 
 import heapq
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._canonical import result_text
 from .._config import ReminderConfig
-from ..replay import Call
+from .._detectors import PARTS
 
 __all__ = [
-    "FAILING",
     "Audit",
     "ConversationAudit",
     "Finding",
@@ -25,12 +22,10 @@ __all__ = [
     "Revealed",
     "TimelineCall",
     "ToolAudit",
-    "failed",
+    "failing",
     "settings",
 ]
 
-FAILING = ("same_error", "recurring_error")
-"""The detectors that count failures only: blind on logs where no failure can be seen."""
 
 _LEVELS = ("gentle", "detailed", "escalated")  # the firmest last
 
@@ -258,7 +253,7 @@ class Audit:
         threads: Whether the conversations are a checkpointer's threads: findings then name
             the thread and its checkpoint.
         failures_seen: Whether a tracked call was seen to fail (`status="error"` or
-            `error_pattern`); looked for only while a detector of `FAILING` is in use.
+            `error_pattern`); looked for only while a detector of failures is in use.
     """
 
     config: ReminderConfig
@@ -326,13 +321,9 @@ class Audit:
         }
 
 
-def failed(call: Call, pattern: re.Pattern[str] | None) -> bool:
-    """Whether a call failed as the detectors judge it: marked so, or matched by the pattern."""
-    if call.failed:
-        return True
-    if pattern is None or call.result is None:
-        return False
-    return pattern.search(result_text(call.result)) is not None
+def failing(detectors: Iterable[str]) -> list[str]:
+    """Of `detectors`, the ones that count failures only: blind where none can be seen."""
+    return [name for name in detectors if PARTS[name].failures_only]
 
 
 def _plain(tool: ToolAudit) -> dict[str, int]:

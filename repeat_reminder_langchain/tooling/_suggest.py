@@ -36,7 +36,6 @@ from .._config import ReminderConfig
 from .._detectors import DETECTORS
 from .._reminder import is_reminder, preview
 from ..replay import replay
-from ._findings import failed
 from ._logs import Conversation
 
 __all__ = ["AT", "SWEEP", "Proposal", "Suggester", "Suggestion", "Sweeper"]
@@ -46,13 +45,6 @@ SWEEP = (2, 3, 4)
 
 AT = 3
 """The threshold a detector is proposed at: every detector's first by default."""
-
-_LEFT_OUT = {
-    # Measured on the labelled development corpus: of its flags at 3, 4 in 16 genuine on a
-    # coding agent (a check that rightly prints the same after each fix, `git checkout`'s
-    # acknowledgement). Its flags are shown; turning it on is the user's call.
-    "same_output": "most flags of this kind are checks that rightly print the same",
-}
 
 _ERROR_WORDS = re.compile(r"error|exception|fail|traceback|denied|invalid", re.IGNORECASE)
 _PREFIX = re.compile(r"\A([A-Za-z][\w .()-]{0,40}?):[ \n]")
@@ -106,9 +98,9 @@ class Suggestion:
         config: The settings given, with the proposals applied.
         sweep: Per detector, per threshold of `SWEEP`, the flags the suggested settings raise
             and the conversations they fall in (filled by `Sweeper`).
-        failures: The results the suggested settings recognise as failures (`status="error"`
-            or `error_pattern`), counted by `Sweeper`: with none, the detectors of failures
-            cannot count on these logs.
+        failures: The tracked calls whose results the detectors took for failures
+            (`status="error"` or `error_pattern`), counted by `Sweeper`: with none, the
+            detectors of failures cannot count on these logs.
     """
 
     conversations: int
@@ -384,8 +376,6 @@ class Sweeper:
         fields.update(detect=DETECTORS, escalate_after=None)
         fields.pop("exit_behavior", None)
         self._config = ReminderConfig(**fields)
-        pattern = config.error_pattern
-        self._failure = re.compile(pattern) if pattern is not None else None
         self._example: dict[str, str] = {}  # per detector, its first flag at `AT`
         for detector in DETECTORS:
             suggestion.sweep[detector] = dict.fromkeys(SWEEP, (0, 0))
@@ -394,7 +384,7 @@ class Sweeper:
         """Count one conversation's flags, and the failures it shows."""
         found: dict[tuple[str, int], int] = {}
         for item in replay(conversation.messages, self._config):
-            self.suggestion.failures += failed(item.call, self._failure)
+            self.suggestion.failures += item.trace is not None and item.trace.failed
             for name, count in item.trace.counts.items() if item.trace else ():
                 if count in SWEEP:
                     found[name, count] = found.get((name, count), 0) + 1
@@ -410,8 +400,9 @@ class Sweeper:
     def finish(self) -> Suggestion:
         """The suggestion, with `detect` proposed.
 
-        `repeat`, and every detector with flags at `AT` (those of `_LEFT_OUT` shown, not
-        proposed); nothing when the settings given name `detect`.
+        `repeat`, and every detector with flags at `AT`; one that does not remind unless asked
+        (`remind`, `same_output`'s default) is shown, not proposed. Nothing when the settings
+        given name `detect`.
         """
         suggestion = self.suggestion
         config = suggestion.config
@@ -424,12 +415,11 @@ class Sweeper:
             if name == "repeat" or not flags:
                 continue
             reasons.append({"detector": name, "flags": flags, "conversations": conversations})
-            left = _LEFT_OUT.get(name)
-            if left is None:
+            if config.detector_settings(name).get("remind", True):
                 chosen.append(name)
                 seen = max(seen, conversations)
-            else:
-                reasons[-1]["left out"] = left
+            else:  # its flags, by its own measure, are mostly not worth a reminder
+                reasons[-1]["reports only"] = True
         if len(chosen) == 1:
             return suggestion
         proposal = Proposal("detect", chosen, tuple(reasons), seen, self._example[chosen[1]])

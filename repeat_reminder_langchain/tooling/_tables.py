@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._config import THRESHOLDS, ReminderConfig
-from ._findings import FAILING, Audit, ConversationAudit, Finding, settings
+from ._findings import Audit, ConversationAudit, Finding, failing, settings
 from ._suggest import AT, SWEEP, Proposal, Suggestion
 from .lab import LabRun
 
@@ -185,7 +185,7 @@ def notes(result: Audit) -> list[str]:
         f"{plural(r.conversations, 'conversation')} (--exclude {r.tool})"
         for r in result.revealed
     ]
-    blind = [name for name in FAILING if name in result.config.detect]
+    blind = failing(result.config.detect)
     if blind and result.calls and not result.failures_seen:
         lines.append(
             f"note: {' and '.join(blind)} counted nothing: no failure can be recognised in these "
@@ -259,7 +259,7 @@ def format_suggestion(suggestion: Suggestion) -> str:
         lines += ["", *_given(suggestion.config)]
     if suggestion.sweep:
         # With no failure to see, the detectors of failures count nothing: said once, not as 0s.
-        blind = () if suggestion.failures else FAILING
+        blind = [] if suggestion.failures else failing(suggestion.sweep)
         header = ["detector", *(f"at {at}" for at in SWEEP)]
         rows = [
             [name, *(f"{flags:,} in {found:,}" for flags, found in row.values())]
@@ -300,8 +300,8 @@ def proposal_lines(proposal: Proposal) -> list[str]:
                 f"{reason['detector']} would remind {plural(reason['flags'], 'time')} at "
                 f"{AT} in {plural(reason['conversations'], 'conversation')}"
             )
-            left = reason.get("left out")
-            said.append(flagged if left is None else f"{flagged}: left out, {left}")
+            left = ": left out, it reports without reminding unless asked (remind)"
+            said.append(flagged + left if reason.get("reports only") else flagged)
         elif "tool" in reason:
             kind = "all empty" if reason["empty"] else "all the same"
             said.append(

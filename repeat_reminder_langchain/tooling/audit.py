@@ -21,7 +21,6 @@ Definitions (the command line's `--help` and the README use the same words):
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -33,7 +32,6 @@ from .._policy import ToolPolicy
 from .._reminder import is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
 from ._findings import (
-    FAILING,
     Audit,
     ConversationAudit,
     Finding,
@@ -41,7 +39,7 @@ from ._findings import (
     Revealed,
     TimelineCall,
     ToolAudit,
-    failed,
+    failing,
     settings,
 )
 from ._logs import Conversation
@@ -110,8 +108,7 @@ class Auditor:
         self._excluded: dict[str, ReminderConfig] = {}
         self._revealed: dict[str, list[int]] = {}
         # Whether the detectors of failures see any: looked for until one is found.
-        self._look = not set(FAILING).isdisjoint(config.detect)
-        self._failure = re.compile(config.error_pattern) if config.error_pattern else None
+        self._look = bool(failing(config.detect))
 
     def add(self, conversation: Conversation) -> ConversationAudit | None:
         """Audit one conversation; what it found, or None when it found nothing."""
@@ -159,7 +156,7 @@ class Auditor:
             if walk.rows is not None:
                 walk.rows.append(_row(number, position, call, None))
             return
-        if self._look and failed(call, self._failure):
+        if self._look and trace.failed:
             self.result.failures_seen, self._look = True, False
         tool.longest = max(tool.longest, trace.streak)
         tool.streaks += trace.streak == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
+from repeat_reminder_langchain import (
+    ReminderConfig,
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderWarning,
+)
 from repeat_reminder_langchain.tooling import _suggest as suggest
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
@@ -260,7 +265,7 @@ def test_the_detectors_the_sweep_finds_are_proposed_with_their_figures() -> None
     assert [p.setting for p in swept(quiet).proposals] == ["error_pattern"]  # repeat alone
 
 
-def test_a_detector_whose_flags_are_mostly_false_is_shown_and_left_out() -> None:
+def test_a_detector_that_reports_only_is_shown_and_left_out_unless_asked_to_remind() -> None:
     passed = "12 passed in 0.31s: the very same long report after each of three fixes"
     runs = [("bash", {"command": f"python v{n}.py"}, passed) for n in range(3)]
     found = swept([conversation(0, runs)])
@@ -269,8 +274,17 @@ def test_a_detector_whose_flags_are_mostly_false_is_shown_and_left_out() -> None
     runs += [("read", {"path": "a"}, "the same text, read again and again")] * 3
     (detect,) = swept([conversation(0, runs)]).proposals
     assert detect.value == ["repeat", "stale"]
-    left = "same_output would remind 1 time at 3 in 1 conversation: left out, most flags"
+    left = (
+        "same_output would remind 1 time at 3 in 1 conversation: left out, it reports without "
+        "reminding unless asked (remind)"
+    )
     assert left in "\n".join(proposal_lines(detect))
+    with pytest.warns(RepeatToolReminderWarning, match="settings for same_output"):
+        asked = ReminderConfig(detectors={"same_output": {"remind": True}})
+    with warnings.catch_warnings():  # said above; the settings on top say it until detect does
+        warnings.simplefilter("ignore", RepeatToolReminderWarning)
+        (detect,) = swept([conversation(0, runs)], asked).proposals
+    assert detect.value == ["repeat", "stale", "same_output"]
 
 
 def test_logs_where_no_failure_can_be_seen_say_so_once() -> None:
