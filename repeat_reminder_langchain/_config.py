@@ -68,7 +68,7 @@ class ReminderFields(TypedDict, total=False):
     cycle_thresholds: Sequence[int]
     same_output_thresholds: Sequence[int]
     error_pattern: str | None
-    not_user: str | Callable[[str], bool] | None
+    not_user: str | Callable[[Any], bool] | None
     escalate_after: int | None
     exit_behavior: ExitBehavior
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]]
@@ -161,8 +161,11 @@ class ReminderConfig(BaseModel):
             is a failure, as is every result with `status="error"`. None: status only.
         not_user: The user-role messages that are not the user speaking (a harness's
             feedback, a format-error notice): a regular expression searched in the message's
-            text, or a function of the text that says so. They reset nothing. None: every
-            user-role message but the guard's own and summaries is the user.
+            text, or a function that says so, of the text, or of the message itself when its
+            parameter is annotated as a message (`def f(message: HumanMessage) -> bool`).
+            They reset nothing. A message a harness marked as its own (langchain-core's
+            `add_notification_metadata`: a string `additional_kwargs["lc_source"]`) is never
+            the user. None: every other user-role message is the user.
         escalate_after: None (the default: advise only), or a count greater than every
             threshold of the detectors in use, at which the guard stops the loop instead of
             reminding, as `exit_behavior` says. `"end"`, `"finish"`, `"error"` and
@@ -224,7 +227,7 @@ class ReminderConfig(BaseModel):
     cycle_thresholds: Sequence[int] = (3,)
     same_output_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
-    not_user: str | Callable[[str], bool] | None = None
+    not_user: str | Callable[[Any], bool] | None = None
     escalate_after: int | None = None
     exit_behavior: ExitBehavior = "end"
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = _FrozenMapping({})
@@ -328,18 +331,18 @@ class ReminderConfig(BaseModel):
 
     @field_validator("not_user", mode="before")
     @classmethod
-    def _check_not_user(cls, value: Any) -> str | Callable[[str], bool] | None:
+    def _check_not_user(cls, value: Any) -> str | Callable[[Any], bool] | None:
         if value is None or callable(value):
             return value  # type: ignore[no-any-return]
         if not isinstance(value, str) or not value:
             raise ValueError(
-                "must be a regular expression, a function of a message's text, or None, "
+                "must be a regular expression, a function of a message or its text, or None, "
                 f"got {value!r}"
             )
         return cls._check_error_pattern(value)
 
     @field_serializer("not_user")
-    def _dump_not_user(self, value: str | Callable[[str], bool] | None) -> str | None:
+    def _dump_not_user(self, value: str | Callable[[Any], bool] | None) -> str | None:
         return None if value is None else _named(value)
 
     @field_validator("words", mode="before")

@@ -6,6 +6,8 @@ turn with tool calls and on to the turn before it, so the cost does not grow wit
 
 from __future__ import annotations
 
+import inspect
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,29 +16,61 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ._counter import NOTHING, Call, Turn
 from ._reminder import tag_of
 
-__all__ = ["is_user_message", "read_messages", "read_state", "read_turn"]
+__all__ = ["NotUser", "is_user_message", "read_messages", "read_state", "read_turn", "user_test"]
+
+NotUser = Callable[[HumanMessage], bool]
+"""A test of a user-role message: whether it is not the user speaking (`user_test`)."""
 
 
-def is_user_message(message: object, not_user: Callable[[str], bool] | None = None) -> bool:
+def is_user_message(message: object, not_user: NotUser | None = None) -> bool:
     """Whether `message` is the user speaking.
 
-    That is a human message that is neither one of the guard's reminders, nor a summary
-    written by summarisation, nor one whose text `not_user` says is not the user (a harness's
-    feedback).
+    That is a human message that no harness marked as its own (langchain-core's notification
+    metadata, a string `additional_kwargs["lc_source"]`: the guard's own reminders, summaries,
+    human-in-the-loop decisions, background updates) and that `not_user` does not say is not
+    the user.
     """
     if type(message) is not HumanMessage and not isinstance(message, HumanMessage):
         return False
-    source = message.additional_kwargs.get("lc_source")
-    if source is not None and (source == "summarization" or tag_of(message) is not None):
+    if isinstance(message.additional_kwargs.get("lc_source"), str):
         return False
-    return not_user is None or not not_user(message.text)
+    return not_user is None or not not_user(message)
+
+
+def user_test(not_user: str | Callable[[Any], bool] | None) -> NotUser | None:
+    """`ReminderConfig.not_user` as a test of a user-role message; built once per guard.
+
+    A pattern is searched in the message's text. A function is given the message when its
+    first parameter is annotated as a message class (`def f(message: HumanMessage)`), the
+    message's text otherwise.
+    """
+    if not_user is None:
+        return None
+    if isinstance(not_user, str):
+        search = re.compile(not_user).search
+        return lambda message: search(message.text) is not None
+    if _takes_message(not_user):
+        return not_user
+    text_test = not_user
+    return lambda message: bool(text_test(message.text))
+
+
+def _takes_message(function: Callable[[Any], bool]) -> bool:
+    """Whether `function`'s first parameter is annotated as a message class."""
+    try:
+        parameters = inspect.signature(function, eval_str=True).parameters.values()
+    except Exception:  # no signature to read (a builtin), or annotations that do not resolve
+        return False
+    hint = next(iter(parameters), None)
+    kind = None if hint is None else hint.annotation
+    return isinstance(kind, type) and issubclass(kind, BaseMessage)
 
 
 def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame: every turn
     messages: Sequence[BaseMessage],
     counted: str,
     end: int | None = None,
-    not_user: Callable[[str], bool] | None = None,
+    not_user: NotUser | None = None,
 ) -> Turn:
     """What happened in `messages[:end]` since the model turn `counted` was counted.
 

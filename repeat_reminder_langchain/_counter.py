@@ -235,13 +235,6 @@ _Minds = tuple[tuple[Part, "Levels | None", Any], ...]  # each detector in use, 
 _Found = list[tuple[Part, "Levels | None", Any, int]]  # and what it counted for a call
 
 
-def _text_test(not_user: str | Callable[[str], bool] | None) -> Callable[[str], bool] | None:
-    """`ReminderConfig.not_user` as a test of a message's text."""
-    if isinstance(not_user, str):
-        return re.compile(not_user).search  # type: ignore[return-value]
-    return not_user
-
-
 # A named tuple built without its Python-level constructor: this runs on every turn.
 _make = tuple.__new__
 
@@ -270,7 +263,6 @@ class LoopCounter:
         "_stateful",
         "blocking",
         "config",
-        "not_user",
     )
 
     def __init__(self, config: ReminderConfig) -> None:
@@ -301,7 +293,6 @@ class LoopCounter:
         self._reporting = frozenset(
             name for name in config.detect if not config.detector_settings(name).get("remind", True)
         )
-        self.not_user = _text_test(config.not_user)
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
         """`ReminderConfig.rules`, resolved once per tool and policy."""

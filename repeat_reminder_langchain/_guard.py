@@ -25,7 +25,7 @@ from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 
 from ._config import ReminderConfig
-from ._conversation import read_state, read_turn
+from ._conversation import read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
@@ -112,6 +112,7 @@ class Guard:
         "counter",
         "keeps_run",
         "name",
+        "not_user",
         "reaches_model",
         "records",
         "stats",
@@ -132,6 +133,7 @@ class Guard:
         self.name = name
         self.records = records
         self.counter = LoopCounter(config)
+        self.not_user = user_test(config.not_user)
         self.tool_policies = ToolPolicies()
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
@@ -172,7 +174,7 @@ class Guard:
         if type(conversation) is Turn:
             turn = conversation
         else:
-            turn = read_turn(conversation, record.get("turn", ""), not_user=self.counter.not_user)  # type: ignore[arg-type]
+            turn = self.read(conversation, record)  # type: ignore[arg-type]
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
@@ -201,6 +203,10 @@ class Guard:
             run_config=run_config or current_run_config(),
             invocation=invocation,
         )
+
+    def read(self, messages: Sequence[BaseMessage], record: Record) -> Turn:
+        """What happened in `messages` since the record's turn."""
+        return read_turn(messages, record.get("turn", ""), not_user=self.not_user)
 
     def _check_resumable(self, run_config: RunnableConfig | None) -> None:
         """Say, once, that a run without a checkpointer could never resume from its interrupt."""

@@ -25,7 +25,6 @@ from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._conversation import read_turn
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
@@ -372,7 +371,7 @@ class RepeatToolReminderMiddleware(
                 return None
             messages = state.get("messages", ())
             counter = self._guard.counter
-            turn = read_turn(messages, record.get("turn", ""), not_user=counter.not_user)
+            turn = self._guard.read(messages, record)
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None

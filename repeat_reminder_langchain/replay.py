@@ -12,7 +12,7 @@ from typing import NamedTuple
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._config import ReminderConfig
-from ._conversation import read_turn
+from ._conversation import read_turn, user_test
 from ._counter import Call, CallTrace, LoopCounter, Record
 from ._policy import ToolPolicy
 
@@ -45,11 +45,11 @@ def replay(
     run time. The reminders are the ones the guard would send under `config`, whatever the
     conversation holds.
     """
-    counter = LoopCounter(config)
+    counter, not_user = LoopCounter(config), user_test(config.not_user)
     record: Record = {}
     looks = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
     for number, end in enumerate((*looks[1:], len(messages))):
-        turn = read_turn(messages, record.get("turn", ""), end, counter.not_user)
+        turn = read_turn(messages, record.get("turn", ""), end, not_user)
         trace: list[CallTrace] = []
         counted = counter.count(record, turn, policies, observe=trace.append)
         if turn.id and not turn.waiting:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from langchain.agents import create_agent
+from langchain.agents.middleware import before_model
 from langchain_core.callbacks import manager
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -152,14 +153,23 @@ def build(
     *,
     checkpointer: Any = None,
     middleware: Sequence[Any] = (),
+    harness: Callable[..., Any] | None = None,
+    harness_first: bool = True,
     **fields: Any,
 ) -> Guarded:
-    """The agent of the README, guarded by `face`, with the guard built from `fields`."""
+    """The agent of the README, guarded by `face`, with the guard built from `fields`.
+
+    `harness(state, runtime)` is a step of the agent's harness that runs after each tool turn,
+    before the model: a node (between the tools and the guard's node, or after the guard's
+    node when not `harness_first`) or a `before_model` middleware (before the guard or after).
+    """
     if face == "middleware":
         guard = RepeatToolReminderMiddleware(**fields)
-        graph = create_agent(
-            model, tools=list(tools), middleware=[*middleware, guard], checkpointer=checkpointer
-        )
+        hooks = [*middleware, guard]
+        if harness is not None:
+            step = before_model(harness, name="Harness")
+            hooks.insert(len(middleware) if harness_first else len(hooks), step)
+        graph = create_agent(model, tools=list(tools), middleware=hooks, checkpointer=checkpointer)
         return Guarded(face, graph, guard.stats, guard.config, guard=guard)
     handler = RepeatToolReminderCallbackHandler(**fields) if face == "handler" else None
     if handler is not None:
@@ -181,8 +191,19 @@ def build(
     builder.add_conditional_edges(
         "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
     )
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    after_tools, after_guard = "repeat_reminder", "agent"
+    if harness is not None:
+        builder.add_node("harness", harness)
+        if harness_first:
+            after_tools = "harness"
+            builder.add_edge("harness", "repeat_reminder")
+        else:
+            after_guard = "harness"
+            builder.add_edge("harness", "agent")
+    builder.add_edge("tools", after_tools)
+    builder.add_conditional_edges(
+        "repeat_reminder", node.route, {"continue": after_guard, "end": END}
+    )
     graph = builder.compile(checkpointer=checkpointer)
     return Guarded(face, graph, node.stats, node.config, handler=handler, guard=node)
 

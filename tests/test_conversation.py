@@ -13,6 +13,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
     ToolMessageChunk,
+    add_notification_metadata,
 )
 
 from repeat_reminder_langchain import Reminder, ReminderConfig
@@ -22,6 +23,7 @@ from repeat_reminder_langchain._conversation import (
     read_messages,
     read_state,
     read_turn,
+    user_test,
 )
 from repeat_reminder_langchain._counter import NOTHING, Count, LoopCounter, Record, Turn
 from repeat_reminder_langchain._messages import (
@@ -54,7 +56,7 @@ def counted(
 ) -> Count:
     """A face's count: the conversation read, then counted."""
     record = record or {}
-    read = read_turn(messages, record.get("turn", ""), end, LoopCounter(config).not_user)
+    read = read_turn(messages, record.get("turn", ""), end, user_test(config.not_user))
     observe = None if trace is None else trace.append
     return LoopCounter(config).count(
         record, read, policies, reaches_model=reaches_model, observe=observe
@@ -411,14 +413,19 @@ def test_a_reminder_drawn_is_taken_to_reach_the_model_unless_told_otherwise() ->
     assert not kept(messages, reaches_model=False)["reminded"]
 
 
-def test_the_guards_own_messages_and_summaries_are_not_the_user() -> None:
+def test_the_guards_own_messages_and_every_harness_notification_are_not_the_user() -> None:
     reminder = Reminder("probe", 2, "gentle", "{}")
     assert not is_user_message(reminder_message(reminder, "human"))
     assert not is_user_message(
         HumanMessage("summary", additional_kwargs={"lc_source": "summarization"})
     )
+    # langchain-core's mark of a message the user did not type: any source, not only ours.
+    for source in ("hitl_interrupt_decision", "rubric_grader", "pinned_skill", "async_subagent"):
+        notice = add_notification_metadata(HumanMessage("update"), source=source)
+        assert not is_user_message(notice)
     assert not is_user_message(SystemMessage("rules"))
-    assert is_user_message(HumanMessage("hello", additional_kwargs={"lc_source": "elsewhere"}))
+    assert is_user_message(HumanMessage("hello", additional_kwargs={"lc_source": None}))
+    assert is_user_message(HumanMessage("hello", additional_kwargs={"lc_source": 3}))
     assert is_user_message(HumanMessageChunk("hello"))
 
 
@@ -546,6 +553,37 @@ def test_a_user_role_message_the_configuration_says_is_not_the_user_resets_nothi
     assert kept(messages, record, config=harness)["count"] == 2
     by_function = ReminderConfig(thresholds=[2], not_user=lambda text: "EXACTLY" in text)
     assert kept(messages, record, config=by_function)["count"] == 2
-    assert is_user_message(HumanMessage("hello"), LoopCounter(harness).not_user)
-    assert not is_user_message(feedback, LoopCounter(harness).not_user)
-    assert not is_user_message(feedback, LoopCounter(by_function).not_user)
+    assert is_user_message(HumanMessage("hello"), user_test(harness.not_user))
+    assert not is_user_message(feedback, user_test(harness.not_user))
+    assert not is_user_message(feedback, user_test(by_function.not_user))
+
+
+def by_marker(message: HumanMessage) -> bool:
+    return message.name == "grader"
+
+
+def unresolved(message: Any) -> bool:
+    return bool(message)
+
+
+unresolved.__annotations__["message"] = "NoSuchClass"  # an annotation that cannot be read
+
+
+def by_text(text: str) -> bool:
+    return text.startswith("Grade")
+
+
+def test_not_user_may_read_the_message_itself_when_it_says_it_takes_one() -> None:
+    graded = HumanMessage("Looks good so far.", name="grader")
+    assert not is_user_message(graded, user_test(by_marker))
+    assert is_user_message(HumanMessage("Looks good so far."), user_test(by_marker))
+    # A function of the text gets the text, annotated or not; so does one with no signature.
+    assert not is_user_message(HumanMessage("Grade: B"), user_test(by_text))
+    assert not is_user_message(HumanMessage("Grade: B"), user_test(lambda t: t[0] == "G"))
+    assert is_user_message(HumanMessage("ok"), user_test(str.isupper))
+    assert not is_user_message(HumanMessage("ok"), user_test(unresolved))  # given the text
+    assert not is_user_message(HumanMessage("OK"), user_test(str.isupper))
+    record: Record = {"turn": "#0:a", "tool": "probe", "key": _digest({}), "count": 1}
+    messages = [turn(call("probe", None, "a")), result("a"), graded]
+    messages += [turn(call("probe", None, "b")), result("b")]
+    assert kept(messages, record, config=ReminderConfig(not_user=by_marker))["count"] == 2

@@ -6,11 +6,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    HumanMessage,
+    ToolMessage,
+    add_notification_metadata,
+    messages_from_dict,
+    messages_to_dict,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
+from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._reminder import is_reminder
+from repeat_reminder_langchain.tooling.audit import audit
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, call, reminders, repeat, scripted, turn
@@ -226,3 +235,36 @@ def test_a_harness_message_that_is_not_the_user_resets_nothing(guarded: Make, th
     messages = agent.state(thread)["messages"]
 
     assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+
+
+def notify(state: Any, runtime: Any = None) -> dict[str, Any]:
+    """A harness step: after each tool turn, a user-role update marked as the harness's own
+    (langchain-core's notification metadata), as background tasks, graders and skills add."""
+    last = next(m for m in reversed(state["messages"]) if not is_reminder(m))
+    if not isinstance(last, ToolMessage):
+        return {}
+    update = HumanMessage("Background task t_42 is still running.")
+    return {"messages": [add_notification_metadata(update, source="async_subagent")]}
+
+
+def is_notice(message: Any) -> bool:
+    return message.additional_kwargs.get("lc_source") == "async_subagent"
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["harness-first", "guard-first"])
+def test_a_notification_the_harness_adds_after_each_tool_turn_resets_nothing(
+    guarded: Make, first: bool
+) -> None:
+    plain = guarded(scripted(repeat("probe", SAME, 6))).invoke(ask())
+    agent = guarded(scripted(repeat("probe", SAME, 6)), harness=notify, harness_first=first)
+    messages = agent.invoke(ask())
+
+    assert sum(map(is_notice, messages)) == 6
+    assert (
+        reminders(messages)
+        == reminders(plain)
+        == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+    )
+    # The audit of the saved conversation reads the notifications alike.
+    (read,) = audit([messages_from_dict(messages_to_dict(messages))], ReminderConfig()).flagged
+    assert [(f.reasons[0].count, f.sent) for f in read.findings] == [(3, True), (5, True)]

@@ -622,8 +622,7 @@ async def test_an_internal_failure_in_async_hooks_is_logged_and_the_agent_comple
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
-    monkeypatch.setattr(guard_module, "read_turn", broken)
-    monkeypatch.setattr(middleware_module, "read_turn", broken)
+    monkeypatch.setattr(guard_module, "read_turn", broken)  # the hooks and the check read it
     guard = RepeatToolReminderMiddleware(exit_behavior="block", escalate_after=9)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         result = await agent_with(scripted(repeat("probe", SAME, 3)), guard).ainvoke(ask())

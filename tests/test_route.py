@@ -13,7 +13,7 @@ def test_a_turn_with_nothing_due_enters_seven_modules_each_once() -> None:
     assert route(played["nothing due"]) == [
         Entry("(the agent)", "_middleware"),
         Entry("_middleware._turn", "_guard"),
-        Entry("_guard.step", "_conversation"),
+        Entry("_guard.read", "_conversation"),
         Entry("_guard.step", "_counter"),
         Entry("_counter._calls", "_canonical"),
         Entry("_middleware._turn", "_events"),

@@ -29,12 +29,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._canonical import canonicalize, digest, result_text
 from .._config import ReminderConfig
+from .._conversation import is_user_message
 from .._detectors import DETECTORS
-from .._reminder import is_reminder, preview
+from .._reminder import preview
 from ..replay import replay
 from ._logs import Conversation
 
@@ -189,7 +190,7 @@ class Suggester:
             elif isinstance(message, ToolMessage):
                 tool = results.get(message.tool_call_id, (message.name or "", ""))[0]
                 self._result(index, tool, message)
-            elif isinstance(message, HumanMessage) and seen_model and not is_reminder(message):
+            elif seen_model and is_user_message(message):
                 after = messages[position + 1] if position + 1 < len(messages) else None
                 self._user(index, message, answered=isinstance(after, AIMessage))
         for tool, key in calls:

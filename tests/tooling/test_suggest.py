@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    add_notification_metadata,
+)
 from langchain_core.tools import tool
 
 from repeat_reminder_langchain import (
@@ -177,6 +183,11 @@ def test_a_notice_many_conversations_get_after_the_task_is_not_the_user() -> Non
     )
     assert said in format_suggestion(suggested(talks))
     assert suggested(talks, ReminderConfig(not_user="^Note")).proposals == []
+    # Marked as the harness's own (langchain-core's notification metadata), it is not the
+    # user already: there is nothing to propose.
+    for talk in talks:
+        talk.messages[2] = add_notification_metadata(talk.messages[2], source="harness")
+    assert suggested(talks).proposals == []
 
 
 def test_a_task_that_recurs_and_a_few_people_saying_the_same_are_the_user() -> None:
