@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 
-from . import audit, canonicalization, hooks, memory, metrics, overhead, scaling
+from . import arguments, audit, canonicalization, hooks, memory, metrics, overhead, scaling
 from .fixtures import hooks_of
 from .measure import Row
 from .report import load, machine, table, write_json
@@ -26,6 +26,7 @@ def _sections(quick: bool) -> dict[str, Callable[[], list[Row]]]:
         "metrics": lambda: metrics.run(3 if quick else 15),
         "step": lambda: scaling.run(rounds),
         "canonicalize": lambda: canonicalization.run(rounds),
+        "arguments": lambda: arguments.run(rounds),
         "memory": (lambda: memory.run(100, 1_000)) if quick else memory.run,
         "audit": audit.run,
         "checkpointer": audit.threads,
@@ -47,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "metrics",
             "step",
             "canonicalize",
+            "arguments",
             "memory",
             "audit",
             "checkpointer",

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph import MessagesState
+from langgraph.prebuilt import ToolNode
 from typing_extensions import Unpack
 
 from ._callbacks import RepeatToolReminderCallbackHandler
@@ -85,8 +86,10 @@ class RepeatToolReminderNode:
         config: A `ReminderConfig`, when there is no handler (the handler has its own).
         messages_key: The state key holding the messages.
         state_key: The state key holding the counts, when there is no handler.
-        tools: The graph's tools, whose metadata may declare their own policy (with a
-            handler, the handler reads it as the tools run).
+        tools: The graph's tools, or its `ToolNode`: their metadata may declare their own
+            policy (with a handler, the handler reads it as the tools run too), and their
+            calls' arguments are read as each tool reads them (its schema: coercion,
+            defaults, aliases), so that calls the tool cannot tell apart are one call.
         meter_provider: Where its OpenTelemetry metrics go, when there is no handler (the
             handler has its own): a `MeterProvider`, None (the default) for the global one
             when opentelemetry-api is installed, False for none.
@@ -110,7 +113,7 @@ class RepeatToolReminderNode:
         config: ReminderConfig | None = None,
         messages_key: str = "messages",
         state_key: str = SOURCE,
-        tools: Sequence[Any] = (),
+        tools: Sequence[Any] | ToolNode = (),
         meter_provider: MeterProviderOption = None,
         **fields: Unpack[ReminderFields],
     ) -> None:
@@ -140,8 +143,9 @@ class RepeatToolReminderNode:
             )
         self.config, self.stats = self._guard.config, self._guard.stats
         self.tool_policies = self._guard.tool_policies
-        for tool in tools:
+        for tool in _tools(tools):
             self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
+            self._guard.schemas.learn(tool)
         self._warned_outside = False
         self._warned_placement = False
 
@@ -285,3 +289,8 @@ def _tool_turns(messages: Sequence[BaseMessage]) -> int:
             if found == 2:
                 break
     return found
+
+
+def _tools(tools: Sequence[Any] | ToolNode) -> Sequence[Any]:
+    """The tools of a sequence, or of the `ToolNode` that runs them."""
+    return list(tools.tools_by_name.values()) if isinstance(tools, ToolNode) else tools

@@ -24,6 +24,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import get_runtime
 from langgraph.types import interrupt
 
+from ._arguments import ToolSchemas
 from ._config import ReminderConfig
 from ._conversation import read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
@@ -115,6 +116,7 @@ class Guard:
         "not_user",
         "reaches_model",
         "records",
+        "schemas",
         "stats",
         "tool_policies",
         "words",
@@ -135,6 +137,7 @@ class Guard:
         self.counter = LoopCounter(config)
         self.not_user = user_test(config.not_user)
         self.tool_policies = ToolPolicies()
+        self.schemas = ToolSchemas()
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.keeps_run = keeps_run
@@ -205,8 +208,12 @@ class Guard:
         )
 
     def read(self, messages: Sequence[BaseMessage], record: Record) -> Turn:
-        """What happened in `messages` since the record's turn."""
-        return read_turn(messages, record.get("turn", ""), not_user=self.not_user)
+        """What happened in `messages` since the record's turn.
+
+        Each call's arguments are read as its tool reads them, where the guard was shown it.
+        """
+        turn = read_turn(messages, record.get("turn", ""), not_user=self.not_user)
+        return self.schemas.read(turn) if self.schemas and turn.calls else turn
 
     def _check_resumable(self, run_config: RunnableConfig | None) -> None:
         """Say, once, that a run without a checkpointer could never resume from its interrupt."""

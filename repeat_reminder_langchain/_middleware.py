@@ -330,6 +330,7 @@ class RepeatToolReminderMiddleware(
                     self.tool_policies.learn(
                         getattr(tool, "name", None), getattr(tool, "metadata", None)
                     )
+                    self._guard.schemas.learn(tool)
             entry = self._entry(request.state)
             if self._finishes and entry.get("finishing"):
                 # Asked for its answer: the model's last call, with no tool to call.

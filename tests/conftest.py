@@ -155,9 +155,12 @@ def build(
     middleware: Sequence[Any] = (),
     harness: Callable[..., Any] | None = None,
     harness_first: bool = True,
+    shown: bool = True,
     **fields: Any,
 ) -> Guarded:
     """The agent of the README, guarded by `face`, with the guard built from `fields`.
+
+    The node faces are given the tools (`tools=`) unless not `shown`.
 
     `harness(state, runtime)` is a step of the agent's harness that runs after each tool turn,
     before the model: a node (between the tools and the guard's node, or after the guard's
@@ -172,10 +175,11 @@ def build(
         graph = create_agent(model, tools=list(tools), middleware=hooks, checkpointer=checkpointer)
         return Guarded(face, graph, guard.stats, guard.config, guard=guard)
     handler = RepeatToolReminderCallbackHandler(**fields) if face == "handler" else None
+    runs_tools = ToolNode(list(tools), handle_tool_errors=True)
     if handler is not None:
-        node = RepeatToolReminderNode(handler)
+        node = RepeatToolReminderNode(handler, tools=list(tools) if shown else ())
     else:
-        node = RepeatToolReminderNode(tools=list(tools), **fields)
+        node = RepeatToolReminderNode(tools=runs_tools, **fields)  # the ToolNode is shown too
 
     if face == "state":
         builder = StateGraph(
@@ -184,7 +188,7 @@ def build(
     else:
         builder = StateGraph(MessagesState)
     builder.add_node("agent", model_node(model, prepared=True))
-    builder.add_node("tools", ToolNode(list(tools), handle_tool_errors=True))
+    builder.add_node("tools", runs_tools)
     builder.add_node("repeat_reminder", node)
     builder.add_edge(START, "agent")
     # The model's end passes through the node too: it counts an answer there.

@@ -24,6 +24,7 @@ LANGCHAIN = ("langchain", "langchain_core", "langgraph")
 
 ROOMS = {
     "core": {
+        "_arguments",
         "_checks",
         "_settings_file",
         "_counter",

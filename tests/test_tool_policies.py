@@ -130,7 +130,8 @@ def test_a_bad_tool_policy_is_logged_once_and_ignored(
 
 @pytest.mark.parametrize("face", ["handler", "middleware"])
 def test_the_handler_and_the_middleware_learn_a_policy_as_the_tool_runs(guarded: Make) -> None:
-    agent = guarded(scripted(checks(1)), [poller({"repeat_reminder": {"thresholds": [2]}})])
+    tools = [poller({"repeat_reminder": {"thresholds": [2]}})]
+    agent = guarded(scripted(checks(1)), tools, shown=False)
     assert "check_status" not in agent.guard.tool_policies
     agent.invoke(ask())
 

@@ -1,0 +1,151 @@
+"""Arguments read as the tool reads them, so that calls the tool cannot tell apart are one call.
+
+`read_file(offset=100)`, `read_file(offset="100", limit="100")` and `read_file(offset=100,
+limit=100)` reach the tool as one input: its schema coerces the strings and fills in the
+default. A tool's schema (the `tool_call_schema` a model is shown: a pydantic model, or a JSON
+schema for MCP tools) is compiled once into a reading of its calls' arguments: validated,
+aliases resolved to field names, and every argument equal to its field's default left out —
+the tool cannot tell it from one not given. The arguments no field takes are kept as they are.
+A call the schema refuses is read as the model sent it (the tool will refuse it too; it still
+counts). A JSON schema's declared defaults are left out alike.
+
+Defaults are left out rather than filled in so that a call written as the tool reads it (the
+usual case) has one key whether or not the guard has been shown the tool yet: a middleware
+learns the tools from the first model request, after its first count of a history handed in or
+of a thread resumed in a new process.
+
+Nothing here imports LangChain: a tool is anything with a `name` and a `tool_call_schema`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel
+
+from ._counter import Call, Turn
+from ._reminder import LOGGER_NAME
+
+__all__ = ["ToolSchemas", "reading"]
+
+logger = logging.getLogger(LOGGER_NAME)
+
+Reading = Callable[[dict[str, Any]], dict[str, Any]]
+"""The arguments of a call, as one tool reads them."""
+
+
+def reading(schema: object) -> Reading | None:
+    """How a tool whose call schema is `schema` reads its arguments; None: as they are sent."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return _by_model(schema) if schema.model_fields else None
+    if isinstance(schema, Mapping):
+        return _by_json_schema(schema)
+    return None  # no schema, or one of pydantic's first version: read as sent
+
+
+def _by_model(model: type[BaseModel]) -> Reading:
+    taken = frozenset(_names(model))
+    defaults = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in model.model_fields.items()
+        if not field.is_required()
+    }
+
+    def read(args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            read = model.model_validate(args)
+            fields = read.model_dump(mode="json")
+        except Exception:  # refused (or not JSON once read): the tool sees what was sent
+            return args
+        for name, default in defaults.items():
+            if getattr(read, name, None) == default:
+                fields.pop(name, None)  # the tool cannot tell it from an argument not given
+        for name, value in args.items():
+            if name not in taken and name not in fields:
+                fields[name] = value  # no field takes it: the model said it, it counts
+        return fields
+
+    return read
+
+
+def _names(model: type[BaseModel]) -> Iterator[str]:
+    """Every key a field of `model` takes: its name and its aliases."""
+    for name, field in model.model_fields.items():
+        yield name
+        for alias in (field.alias, field.validation_alias):
+            if isinstance(alias, str):
+                yield alias
+            elif isinstance(alias, AliasChoices):
+                yield from (choice for choice in alias.choices if isinstance(choice, str))
+
+
+def _by_json_schema(schema: Mapping[str, Any]) -> Reading | None:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return None
+    defaults = {
+        name: field["default"]
+        for name, field in properties.items()
+        if isinstance(field, Mapping) and "default" in field
+    }
+    if not defaults:
+        return None
+
+    def read(args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            name: value
+            for name, value in args.items()
+            if name not in defaults or value != defaults[name]
+        }
+
+    return read
+
+
+class ToolSchemas(dict[str, Reading]):
+    """How each tool the guard was shown reads its arguments, by tool name.
+
+    A tool is read once: shown again (the same object), it costs a lookup. A schema that
+    cannot be read is logged once and the tool's calls are read as sent.
+    """
+
+    limit = 10_000  # tool names come from whatever runs; keep the memory bounded
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: dict[str, object] = {}  # the tool read, by name
+
+    def learn(self, tool: object) -> None:
+        """Read how `tool` reads its arguments, unless this very tool was read already."""
+        name = getattr(tool, "name", None)
+        if not isinstance(name, str) or self._seen.get(name) is tool:
+            return
+        if len(self._seen) >= self.limit:
+            self._seen.clear()
+            self.clear()
+        self._seen[name] = tool
+        try:
+            read = reading(getattr(tool, "tool_call_schema", None))
+        except Exception as error:
+            logger.warning(
+                "tool %r: its schema cannot be read (%s); calls read as sent", name, error
+            )
+            read = None
+        if read is None:
+            self.pop(name, None)
+        else:
+            self[name] = read
+
+    def read(self, turn: Turn) -> Turn:
+        """`turn` with each call's arguments as its tool reads them."""
+        calls = turn.calls
+        if not any(call.tool in self for call in calls):
+            return turn
+        return turn._replace(calls=[self._call(call) for call in calls])
+
+    def _call(self, call: Call) -> Call:
+        read = self.get(call.tool)
+        if read is None or type(call.args) is not dict:
+            return call
+        return call._replace(args=read(call.args))

@@ -1,0 +1,194 @@
+"""Arguments read as the tool reads them: calls the tool cannot tell apart are one call."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from repeat_reminder_langchain._arguments import ToolSchemas, reading
+from repeat_reminder_langchain._canonical import canonicalize
+from repeat_reminder_langchain._counter import Call, Turn
+
+from .conftest import Guarded, build
+from .helpers import ask, call, reminders, scripted, turn
+
+
+@tool
+def read_file(path: str, offset: int = 0, limit: int = 100) -> str:
+    """Read lines of a file."""
+    return f"lines {offset}..{offset + limit} of {path}"
+
+
+class Search(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    query: str = Field(alias="q")
+    page: int = Field(default=1, validation_alias=AliasChoices("page", "p"))
+
+
+def read(schema: Any, args: dict[str, Any]) -> str:
+    reads = reading(schema)
+    assert reads is not None
+    return canonicalize(reads(args))
+
+
+def test_the_three_spellings_of_one_read_file_call_are_read_alike() -> None:
+    schema = read_file.tool_call_schema
+    spellings = [
+        {"path": "a.py", "offset": 100},
+        {"path": "a.py", "offset": "100", "limit": "100"},
+        {"path": "a.py", "offset": 100, "limit": 100},
+    ]
+    assert {read(schema, args) for args in spellings} == {'{"offset":100,"path":"a.py"}'}
+    # What the tool tells apart stays apart.
+    assert read(schema, {"path": "a.py", "offset": 200}) != read(schema, spellings[0])
+
+
+def test_a_call_written_as_the_tool_reads_it_keeps_its_key_whether_the_tool_was_shown() -> None:
+    # So that counts kept before the guard was shown the tool (a history handed in to a new
+    # middleware, a thread resumed by another worker) go on after it.
+    for args in ({"path": "a.py"}, {"path": "a.py", "offset": 7}, {"path": "a.py", "more": [1]}):
+        assert read(read_file.tool_call_schema, args) == canonicalize(args)
+
+
+def test_aliases_are_read_as_field_names_and_arguments_no_field_takes_are_kept() -> None:
+    assert read(Search, {"q": "x"}) == read(Search, {"query": "x", "p": 1})
+    assert read(Search, {"q": "x", "mood": "sad"}) == '{"mood":"sad","query":"x"}'
+
+
+def test_a_call_the_schema_refuses_is_read_as_sent() -> None:
+    assert read(read_file.tool_call_schema, {"offset": "ten"}) == '{"offset":"ten"}'
+
+
+def test_json_schema_tools_get_their_declared_defaults() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "page": {"type": "integer", "default": 1}},
+    }
+    assert read(schema, {"q": "x"}) == read(schema, {"q": "x", "page": 1}) == '{"q":"x"}'
+    assert read(schema, {"q": "x", "page": 2}) == '{"page":2,"q":"x"}'
+    assert reading({"type": "object", "properties": {"q": {"type": "string"}}}) is None
+    assert reading({"type": "object"}) is None
+    assert reading(None) is None
+    assert reading(BaseModel) is None  # no field: nothing to read
+
+
+def test_injected_arguments_are_not_asked_of_the_model() -> None:
+    @tool
+    def answer(
+        question: str, tool_call_id: Annotated[str, InjectedToolCallId], tries: int = 1
+    ) -> str:
+        """Answer."""
+        return question
+
+    schemas = ToolSchemas()
+    schemas.learn(answer)
+    calls = [Call("a", "answer", {"question": "why", "tries": "1"}), Call("b", "answer", "raw")]
+    got = schemas.read(Turn("t", calls))
+    assert [c.args for c in got.calls] == [{"question": "why"}, "raw"]
+
+
+class Counted:
+    """A tool whose schema counts how often it is read."""
+
+    def __init__(self, name: str = "probe") -> None:
+        self.name = name
+        self.reads = 0
+
+    @property
+    def tool_call_schema(self) -> type[BaseModel]:
+        self.reads += 1
+        return read_file.tool_call_schema  # type: ignore[return-value]
+
+
+def test_a_tool_is_read_once_however_often_it_is_shown() -> None:
+    schemas, shown = ToolSchemas(), Counted()
+    for _ in range(5):
+        schemas.learn(shown)
+    assert shown.reads == 1
+    again = Counted()  # a tool rebuilt: read again
+    schemas.learn(again)
+    assert again.reads == 1
+    untouched = Turn("t", [Call("a", "other", {"offset": "1"})])
+    assert schemas.read(untouched) is untouched
+    mixed = schemas.read(
+        Turn("t", [Call("a", "probe", {"path": "p", "offset": "0"}), *untouched.calls])
+    )
+    assert [c.args for c in mixed.calls] == [
+        {"path": "p"},
+        {"offset": "1"},  # a tool the guard was not shown: as sent
+    ]
+
+
+def test_a_schema_that_cannot_be_read_is_logged_and_its_calls_read_as_sent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Broken:
+        name = "read_file"
+
+        @property
+        def tool_call_schema(self) -> Any:
+            raise RuntimeError("forward reference")
+
+    schemas = ToolSchemas()
+    schemas.learn(read_file)
+    with caplog.at_level(logging.WARNING):
+        schemas.learn(Broken())
+    assert "tool 'read_file': its schema cannot be read (forward reference)" in caplog.text
+    assert "read_file" not in schemas
+    schemas.learn(object())  # no name: nothing to read
+    assert not schemas
+
+
+def test_the_tools_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ToolSchemas, "limit", 2)
+    schemas = ToolSchemas()
+    for name in ("a", "b", "c"):
+        schemas.learn(StructuredTool.from_function(lambda q="": q, name=name, description="x"))
+    assert list(schemas) == ["c"]
+
+
+def spellings() -> list[AIMessage]:
+    """One read_file call, in the three spellings the tool cannot tell apart, then again."""
+    args = [
+        {"path": "a.py", "offset": 100},
+        {"path": "a.py", "offset": "100", "limit": "100"},
+        {"path": "a.py", "offset": 100, "limit": 100},
+        {"path": "a.py", "offset": "100"},
+        {"path": "a.py", "offset": 100.0, "limit": 100},
+    ]
+    return [turn(call("read_file", each)) for each in args]
+
+
+def test_every_face_counts_the_spellings_of_one_call_as_one(guarded: Any) -> None:
+    agent: Guarded = guarded(scripted(spellings()), tools=[read_file])
+    messages = agent.invoke(ask())
+
+    assert reminders(messages) == [("gentle", "read_file", 3), ("detailed", "read_file", 5)]
+    # The reminder shows what was compared: the call as the tool reads it.
+    detailed = [m for m in messages if "consecutive_calls: 5" in str(m.content)]
+    assert '- arguments: {"offset":100,"path":"a.py"}' in str(detailed[0].content)
+    # The results are the tool's own, unchanged.
+    results = {m.content for m in messages if isinstance(m, ToolMessage)}
+    assert results == {"lines 100..200 of a.py"}
+
+
+def test_the_block_refuses_a_call_spelt_otherwise(thread: str) -> None:
+    agent = build(
+        "middleware",
+        scripted(spellings()),
+        [read_file],
+        checkpointer=InMemorySaver(),
+        thresholds=[2],
+        escalate_after=3,
+        exit_behavior="block",
+    )
+    messages = agent.invoke(ask(), thread)
+    results = [m.status for m in messages if isinstance(m, ToolMessage)]
+    assert results[:3] == ["success", "success", "error"]  # the third spelling is refused
