@@ -53,6 +53,7 @@ from .measure import Row, Samples, interleaved
 __all__ = ["run"]
 
 SHORT, LONG = 20, 2_000
+WATCHED = "turn-watched"  # the turn a running agent's record counted last
 TOOLS = [lookup]  # one list for every model call, as create_agent passes its tools
 TURNS = 1_000
 HOOKS = ("before_model", "wrap_model_call", "after_model", "wrap_tool_call")
@@ -135,9 +136,14 @@ def _record(
     recorded = Recorded(middleware, {hook: [] for hook in hooks})
     turns = _turns(size, stored)
     fields: dict[str, Any] = {}
-    if stored:  # the guard's record of the earlier turns, which stored the reminders
-        at = [entry for index in _STORED_AT for entry in placed([turns[0][index]], index)]
-        fields[SOURCE] = {middleware.name: {"system_at": at}}
+    if isinstance(middleware, RepeatToolReminderMiddleware):
+        # A running agent's record: the guard watched the turns before (a conversation it
+        # meets for the first time is counted once, from its history: `scaling`'s row).
+        record: dict[str, Any] = {"turn": WATCHED}
+        if stored:  # the guard's record of the earlier turns, which stored the reminders
+            at = [entry for index in _STORED_AT for entry in placed([turns[0][index]], index)]
+            record["system_at"] = at
+        fields[SOURCE] = {middleware.name: record}
     clock = time.perf_counter
     spent = 0.0
 
@@ -366,8 +372,13 @@ def _graph_turns(size: int) -> list[list[BaseMessage]]:
     return _turns(size, stored=False)
 
 
-def _handler_turn(handler: BaseCallbackHandler, node: Callable[..., Any]) -> Callable[..., Any]:
-    """One turn of a custom graph as the handler meets it: every callback, then the node."""
+def _handler_turn(
+    handler: BaseCallbackHandler, node: Callable[..., Any], watched: list[BaseMessage]
+) -> Callable[..., Any]:
+    """One turn of a custom graph as the handler meets it: every callback, then the node.
+
+    The turn of `watched` is played first, untimed: a running agent's handler keeps a record.
+    """
     root = uuid.uuid4()
     handler.on_chain_start(None, {}, run_id=root, parent_run_id=None, metadata={})
     answer = AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "x"}])
@@ -396,12 +407,16 @@ def _handler_turn(handler: BaseCallbackHandler, node: Callable[..., Any]) -> Cal
         node({"messages": messages}, config)
         handler.on_chain_end({}, run_id=after)
 
+    turn(watched)
     return turn
 
 
 def _state_turn(node: Callable[..., Any]) -> Callable[..., Any]:
-    """One turn of the state-kept node, its field carried over as graph state carries it."""
-    kept: dict[str, Any] = {}
+    """One turn of the state-kept node, its field carried over as graph state carries it.
+
+    The field starts as a running agent's does: the guard watched the turns before.
+    """
+    kept: dict[str, Any] = {"repeat_tool_reminder": {"turn": WATCHED}}
 
     def turn(messages: list[BaseMessage]) -> None:
         update = node({"messages": messages, **kept}, {})
@@ -418,9 +433,14 @@ def _node_rows(rounds: int, unit: dict[int, float]) -> list[Row]:
     for size in (SHORT, LONG):
         inputs = [(messages,) for messages in _graph_turns(size)]
         handler = RepeatToolReminderCallbackHandler()
+        watched = inputs[0][0][:-2]  # the conversation up to the first timed turn
         makers = {
-            "handler + node": lambda h=handler: _handler_turn(h, RepeatToolReminderNode(h)),
-            "no-op handler + no-op node": lambda: _handler_turn(NoopHandler(), _noop_node),
+            "handler + node": lambda h=handler, w=watched: _handler_turn(
+                h, RepeatToolReminderNode(h), w
+            ),
+            "no-op handler + no-op node": lambda w=watched: _handler_turn(
+                NoopHandler(), _noop_node, w
+            ),
             "state-kept node": lambda: _state_turn(RepeatToolReminderNode()),
             "no-op node": lambda: _state_turn(_noop_node),
         }

@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from repeat_reminder_langchain import (
-    prepare_messages,
-)
+from repeat_reminder_langchain import ReminderConfig, prepare_messages
+from repeat_reminder_langchain._guard import Guard, StateStore
 
 from .fixtures import answered, history, script, tool_turn
 from .measure import Row, interleaved, time_batch
@@ -87,7 +86,41 @@ def run(rounds: int) -> list[Row]:
             Row(f"step.{name}.us", f"{label}, µs per step at {LONG:,} msgs", per_step, "us")
         )
     rows.extend(_rendering(rounds))
+    rows.extend(_history(rounds))
     return rows
+
+
+def _history(rounds: int) -> list[Row]:
+    """The first step of a guard on a conversation handed in whole, beside a later step.
+
+    A guard that keeps no record of a conversation counts the calls since the user last spoke
+    once (`LONG` messages here, one user message at their head); every later step reads the
+    last turn only.
+    """
+    guard = Guard(ReminderConfig(), name="bench", records=StateStore("kept"), meter_provider=False)
+    messages = history(LONG)
+    calls = 20
+    cases = {
+        "first": lambda: time_batch(lambda: guard.step({}, messages, run_config={}), calls),
+        "later": lambda: time_batch(
+            lambda: guard.step({"kept": {"turn": "watched"}}, messages, run_config={}), calls
+        ),
+    }
+    samples = interleaved(cases, rounds)
+    return [
+        Row(
+            "step.history.first.us",
+            f"first step on a history handed in, {LONG:,} msgs since the user spoke, µs",
+            samples.median("first") / calls * 1e6,
+            "us",
+        ),
+        Row(
+            "step.history.later.us",
+            f"a later step on the same {LONG:,} msgs, µs",
+            samples.median("later") / calls * 1e6,
+            "us",
+        ),
+    ]
 
 
 def _rendering(rounds: int) -> list[Row]:

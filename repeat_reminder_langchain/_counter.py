@@ -116,7 +116,7 @@ class Record(TypedDict, total=False):
 
 
 class RecordError(ValueError):
-    """A stored record that is not what the guard writes; the count starts over."""
+    """A stored record that is not what the guard writes; the conversation is counted again."""
 
 
 # Each field's type, as `Record` declares it: what a stored record is checked against.

@@ -274,8 +274,8 @@ class _InState:
             warn(
                 f"RepeatToolReminderNode keeps its counts in the state field "
                 f"{self._store.key!r}, which this graph's state does not have, so nothing is "
-                "remembered between turns: build the graph with RepeatToolReminderState or add "
-                "the field to your state."
+                "remembered between turns and each turn reads the conversation again: build "
+                "the graph with RepeatToolReminderState or add the field to your state."
             )
 
 

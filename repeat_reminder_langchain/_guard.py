@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
@@ -26,7 +26,7 @@ from langgraph.types import interrupt
 
 from ._arguments import ToolSchemas
 from ._config import ReminderConfig
-from ._conversation import read_state, read_turn, user_test
+from ._conversation import is_user_message, read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
@@ -177,6 +177,8 @@ class Guard:
         if type(conversation) is Turn:
             turn = conversation
         else:
+            if not record:  # a conversation this guard has not seen: its history counts
+                record = self._history(conversation)  # type: ignore[arg-type]
             turn = self.read(conversation, record)  # type: ignore[arg-type]
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
@@ -207,13 +209,35 @@ class Guard:
             invocation=invocation,
         )
 
-    def read(self, messages: Sequence[BaseMessage], record: Record) -> Turn:
-        """What happened in `messages` since the record's turn.
+    def read(self, messages: Sequence[BaseMessage], record: Record, end: int | None = None) -> Turn:
+        """What happened in `messages[:end]` since the record's turn.
 
         Each call's arguments are read as its tool reads them, where the guard was shown it.
         """
-        turn = read_turn(messages, record.get("turn", ""), not_user=self.not_user)
+        turn = read_turn(messages, record.get("turn", ""), end, self.not_user)
         return self.schemas.read(turn) if self.schemas and turn.calls else turn
+
+    def _history(self, messages: Sequence[BaseMessage]) -> Record:
+        """The record of a conversation handed in whole, as if the guard had watched it.
+
+        The model turns since the user last spoke, but the latest (the step counts it), are
+        counted in order; what they drew is not sent now, too late, and not reported: only the
+        count they reached is kept, so the next call gets what its count deserves.
+        """
+        turns: list[int] = []  # where each model turn since the user last spoke is
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if isinstance(message, AIMessage):
+                turns.append(index)
+            elif is_user_message(message, self.not_user):
+                break
+        record: Record = {}
+        for end in reversed(turns[:-1]):  # each turn is read up to the next one
+            found = self.counter.count(
+                record, self.read(messages, record, end), self.tool_policies, reaches_model=False
+            )
+            record = found.record or record
+        return record
 
     def _check_resumable(self, run_config: RunnableConfig | None) -> None:
         """Say, once, that a run without a checkpointer could never resume from its interrupt."""
@@ -378,7 +402,7 @@ class StateStore:
         self._warned = False
 
     def read(self, where: Any) -> Record:
-        """The record kept in the state `where`; one that is not valid starts over (logged once)."""
+        """The record kept in the state `where`; one that is not valid is none (logged once)."""
         data = where.get(self.key) if type(where) is dict else read_state(where, self.key)
         if data and self.name is not None:
             data = data.get(self.name) if isinstance(data, (dict, Mapping)) else None
@@ -392,7 +416,9 @@ class StateStore:
             if not self._warned:
                 self._warned = True
                 logger.warning(
-                    "stored repeat reminder state is not valid (%s); starting over", error
+                    "stored repeat reminder state is not valid (%s); counting the conversation "
+                    "again",
+                    error,
                 )
             return {}
 

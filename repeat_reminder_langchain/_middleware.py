@@ -47,17 +47,21 @@ def merge_records(kept: object, written: object) -> dict[str, Record]:
     outside the guard's own error handling and a raise here would fail the thread. A value
     that is not a mapping is replaced: written, it empties the field (every instance counts
     from 1 again); kept, the written entries replace it. An entry that is not a mapping is
-    dropped, so that instance starts over; the others are kept. One log line says so.
+    dropped, so that instance counts the conversation again (since the user last spoke, as a
+    conversation it sees for the first time); the others are kept. One log line says so.
     """
     problems: list[str] = []
     merged = _records(kept, "kept", problems)
     if isinstance(written, Mapping):
         records = _records(written, "written", problems)
         for name in written.keys() - records.keys():
-            merged.pop(name, None)  # written as something else: that instance starts over
+            merged.pop(name, None)  # written as something else: that instance counts again
         merged.update(records)
     elif written is not None:
-        problems.append(f"a {type(written).__name__} was written; every count starts over")
+        problems.append(
+            f"a {type(written).__name__} was written; every count is taken again from the "
+            "conversation"
+        )
         merged = {}
     if problems and _reported[0] != id(written):
         # LangGraph may apply one write twice (again to route a conditional edge on it):

@@ -262,8 +262,9 @@ def test_a_cap_of_one_agent_degrades_without_failing() -> None:
 
     messages = invoke(agent_graph(scripted(script), [probe, delegate], guard), guard)
 
-    # The subagent's streaks pushed the parent's out: the parent starts over, and says nothing.
-    assert reminders(messages) == []
+    # The subagent's streaks pushed the parent's out: the parent's count is rebuilt from its
+    # conversation, as for a conversation the guard sees for the first time.
+    assert reminders(messages) == [("gentle", "probe", 3)]
     assert guard.agent_count == 0
 
 

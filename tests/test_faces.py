@@ -268,3 +268,38 @@ def test_a_notification_the_harness_adds_after_each_tool_turn_resets_nothing(
     # The audit of the saved conversation reads the notifications alike.
     (read,) = audit([messages_from_dict(messages_to_dict(messages))], ReminderConfig()).flagged
     assert [(f.reasons[0].count, f.sent) for f in read.findings] == [(3, True), (5, True)]
+
+
+def handed_in(times: int) -> list[Any]:
+    """A conversation a client kept itself: the user's request, then `times` identical calls."""
+    history: list[Any] = [HumanMessage("go")]
+    for made in repeat("probe", SAME, times):
+        history += [made, ToolMessage("probed same", tool_call_id=made.tool_calls[0]["id"])]
+    return history
+
+
+def test_a_history_handed_in_counts_as_if_the_guard_had_watched_it(guarded: Make) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 1)))
+    messages = agent.invoke({"messages": handed_in(4)})
+
+    # The fifth identical call gets the reminder its count deserves; the one at 3, which a
+    # guard that watched would have sent, is not sent late.
+    assert reminders(messages) == [("detailed", "probe", 5)]
+    (read,) = audit([messages], ReminderConfig()).flagged
+    assert [(f.reasons[0].count, f.sent) for f in read.findings] == [(3, False), (5, True)]
+    # A user message in the history starts the count over, as it would have.
+    restarted = [*handed_in(4), HumanMessage("try once more"), *handed_in(2)[1:]]
+    agent = guarded(scripted(repeat("probe", SAME, 1)))
+    assert reminders(agent.invoke({"messages": restarted})) == [("gentle", "probe", 3)]
+
+
+def test_escalation_holds_for_a_history_handed_in(guarded: Make) -> None:
+    agent = guarded(
+        scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=5, exit_behavior="end"
+    )
+    messages = agent.invoke({"messages": handed_in(4)})
+
+    calls = [m for m in messages if isinstance(m, AIMessage) and m.tool_calls]
+    assert len(calls) == 5  # the fifth identical call reached the limit: the run ended there
+    final = messages[-1].additional_kwargs["repeat_tool_reminder"]
+    assert (final["count"], final["level"]) == (5, "escalated")

@@ -110,7 +110,7 @@ def test_stored_data_that_is_not_valid_starts_over_and_warns_once(
             assert store.read({"field": bad}) == {}
     assert [r.getMessage() for r in caplog.records] == [
         "stored repeat reminder state is not valid (stored count must be a int, got "
-        "'many'); starting over"
+        "'many'); counting the conversation again"
     ]
 
 

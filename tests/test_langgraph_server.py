@@ -409,7 +409,7 @@ async def test_private_field_stays_out_of_schemas_and_outputs(client: Any, graph
 
 @pytest.mark.parametrize("value", ["garbage", 12345, [1, 2]])
 @pytest.mark.parametrize("graph", KEPT_IN_STATE)
-async def test_a_client_writing_anything_into_the_field_starts_the_count_over(
+async def test_a_client_writing_anything_into_the_field_has_the_count_taken_from_the_thread(
     client: Any, graph: str, value: object
 ) -> None:
     thread_id = await stop_after_two_calls(client, graph)
@@ -419,13 +419,12 @@ async def test_a_client_writing_anything_into_the_field_starts_the_count_over(
     state = await client.threads.get_state(thread_id)
     assert state["next"] == ["tools"]
 
-    # The guard counts from the second call, whose result comes now: the fifth is its fourth.
-    messages_before = len(state["values"]["messages"])
-    assert await finish_loop(client, graph, thread_id) == [3]
+    # With no record, the guard counts the thread since the user spoke, as if it had kept one:
+    # the reminders come where they would have, after the third and the fifth results.
+    assert await finish_loop(client, graph, thread_id) == [3, 5]
     messages = await final_messages(client, thread_id)
-    (at,) = [i for i, m in enumerate(messages) if m.get("name") == FIELD]
-    assert at > messages_before
-    assert tool_results(messages[:at]) == 4
+    at = [i for i, m in enumerate(messages) if m.get("name") == FIELD]
+    assert [tool_results(messages[:i]) for i in at] == [3, 5]
 
 
 def _event_counts(parts: Sequence[Any], mode: str) -> list[int]:
@@ -495,7 +494,7 @@ async def test_counts_in_the_checkpoint_survive_a_server_restart(
     assert dict(zip(GRAPHS, found, strict=True)) == {
         "middleware_agent": [3, 5],
         "state_node_agent": [3, 5],
-        # The handler's counts were in the old process: the new one starts from the call it
-        # sees first, the second of the loop, and reaches only 4.
-        "handler_node_agent": [3],
+        # The handler's counts were in the old process: the new one counts the thread's history
+        # when it first sees it, as if it had watched it.
+        "handler_node_agent": [3, 5],
     }

@@ -254,7 +254,7 @@ def _stopped_after_two_calls(agent: Any, config: Any) -> None:
 
 
 @pytest.mark.parametrize("value", ["garbage", 12345, [1, 2]])
-def test_a_client_writing_anything_into_the_field_starts_the_count_over(
+def test_a_client_writing_anything_into_the_field_has_the_count_rebuilt_from_the_thread(
     value: object, caplog: pytest.LogCaptureFixture
 ) -> None:
     agent = agent_with(LoopModel(), RepeatToolReminderMiddleware(), checkpointer=InMemorySaver())
@@ -270,11 +270,13 @@ def test_a_client_writing_anything_into_the_field_starts_the_count_over(
 
     messages = agent.invoke(None, config)["messages"]  # the thread goes on
     assert_adjacent(messages)
-    # The second call is the first the guard counts now: the fifth is its fourth.
-    assert reminders(messages) == [("gentle", "probe", 3)]
-    (at,) = [i for i, message in enumerate(messages) if is_reminder(message)]
-    assert sum(isinstance(message, ToolMessage) for message in messages[:at]) == 4
-    assert stored_count(agent, config) == 4
+    # With no record, the guard counts the calls since the user spoke, as if it had kept one:
+    # the thread goes on as a thread nobody wrote into.
+    untouched = thread(f"untouched-{value!r}")
+    _stopped_after_two_calls(agent, untouched)
+    assert reminders(messages) == reminders(agent.invoke(None, untouched)["messages"])
+    assert reminders(messages) == [("gentle", "probe", 3), ("detailed", "probe", 5)]
+    assert stored_count(agent, config) == 5
 
 
 def test_an_entry_that_is_not_a_record_is_dropped_and_the_others_are_kept(
@@ -296,9 +298,8 @@ def test_an_entry_that_is_not_a_record_is_dropped_and_the_others_are_kept(
     messages = agent.invoke(None, config)["messages"]
     assert_adjacent(messages)
     kept = agent.get_state(config).values["repeat_tool_reminder"]
-    assert (kept["ours"]["count"], kept["theirs"]["count"]) == (4, 5)
-    assert ours.stats.snapshot()["reminders"] == {"probe": {"gentle": 1}}  # at its 3, the 4th
-    assert theirs.stats.snapshot()["reminders"] == {"probe": {"detailed": 1, "gentle": 1}}
+    assert (kept["ours"]["count"], kept["theirs"]["count"]) == (5, 5)  # ours rebuilt its count
+    assert ours.stats.snapshot() == theirs.stats.snapshot()
 
 
 @pytest.mark.parametrize(
@@ -437,7 +438,9 @@ def test_a_node_without_a_handler_warns_when_the_state_has_no_field(
     )
     messages = graph.invoke(ask(), thread("no-field"))["messages"]
 
-    assert reminders(messages) == []
+    # Nothing is kept between turns: each turn counts the conversation since the user spoke
+    # again, which finds the loop, at the cost of reading it all every turn.
+    assert reminders(messages) == [("gentle", "probe", 3)]
     assert len(wiring_warnings(recwarn, "state field 'repeat_tool_reminder'")) == 1
 
 
