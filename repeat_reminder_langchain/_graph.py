@@ -77,8 +77,10 @@ class RepeatToolReminderNode:
     With `escalate_after`, the node stops a loop as `exit_behavior` says: `"error"` raises
     `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final message
     and needs the node's `route` to leave the graph (a node cannot end a run on its own: the
-    graph's edges decide where it goes next). `"block"` needs the middleware, the only face
-    that sees a call before it runs.
+    graph's edges decide where it goes next). A node whose graph does not route on by it says
+    so, as a `RepeatToolReminderWarning`, the second time it runs, before any loop reaches the
+    limit; a loop it would end then goes on, and is logged as not stopped. `"block"` needs the
+    middleware, the only face that sees a call before it runs.
 
     Args:
         handler: The handler passed in the run's callbacks, or None to keep the counts in
@@ -148,10 +150,24 @@ class RepeatToolReminderNode:
             self._guard.schemas.learn(tool)
         self._warned_outside = False
         self._warned_placement = False
+        # Whether a loop it stops is ended through its route ("end", and "finish" for a model
+        # that calls a tool after it was asked for its answer), and whether the graph routes
+        # on from it by `route`: LangGraph calls it after each run of a node wired so.
+        settings = self._guard.config
+        self._ends = (
+            settings.escalate_after is not None
+            and settings.exit_behavior in ("end", "finish")
+            and settings.mode == "remind"
+        )
+        self._routed = False
+        self._runs = 0
 
     def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Return the state update for the turn that just finished (empty most of the time)."""
         guard = self._guard
+        self._runs += 1
+        if self._ends and not self._routed and self._runs == 2:
+            self._warn_unrouted()
         try:
             where = self._records.find(state, config)
             if where is None:
@@ -159,7 +175,11 @@ class RepeatToolReminderNode:
                 return {}
             messages = read_messages(state, self.messages_key)
             invocation = self._records.invocation(state, config)
-            step = guard.step(where, messages, run_config=config, invocation=invocation)
+            # Before its first route, a node cannot know how it is wired: it takes it is routed.
+            can_end = self._routed or self._runs == 1
+            step = guard.step(
+                where, messages, run_config=config, invocation=invocation, can_end=can_end
+            )
             if step is None:
                 return {}
             if step.turn.waiting:
@@ -187,6 +207,7 @@ class RepeatToolReminderNode:
         END: "repeat_reminder"})` and `builder.add_conditional_edges("repeat_reminder",
         node.route, {"continue": "agent", "end": END})`.
         """
+        self._routed = True
         messages = read_messages(state, self.messages_key)
         last = messages[-1] if messages else None
         ended = isinstance(last, AIMessage) and not last.tool_calls
@@ -200,6 +221,16 @@ class RepeatToolReminderNode:
             "RepeatToolReminderNode ran outside its handler's sight: pass the handler "
             "in the run's callbacks, e.g. graph.invoke(inputs, "
             "config={'callbacks': [handler]}). No reminders are added meanwhile."
+        )
+
+    def _warn_unrouted(self) -> None:
+        behavior = self._guard.config.exit_behavior
+        warn(
+            f'RepeatToolReminderNode(exit_behavior="{behavior}") ends a looping run through '
+            "its route, which this graph does not take: the run would go on past "
+            "escalate_after. Route the graph on from the node: builder.add_conditional_edges("
+            '"repeat_reminder", node.route, {"continue": "agent", "end": END}); or choose '
+            'exit_behavior="error" or "interrupt", which stop any graph.'
         )
 
     def _warn_placement(self) -> None:

@@ -154,6 +154,7 @@ class Guard:
         delivery: Delivery = "sent",
         answer_only: bool = False,
         invocation: object = None,
+        can_end: bool = True,
     ) -> Step | None:
         """Count what happened since the record's turn; None when nothing did.
 
@@ -167,6 +168,9 @@ class Guard:
                 ends with that answer); a tool turn is left to the next step.
             invocation: The id of the invocation as the face knows it, for the log lines when
                 LangGraph has none (`invocation_of`).
+            can_end: Whether the face can end the run (a node whose graph routes on from it
+                by its `route`). When it cannot, a loop it would end goes on: nothing is added,
+                and the escalation is reported as not carried out.
         """
         if self.asks and delivery == "sent" and not answer_only:  # a step that may ask
             self._check_resumable(run_config or current_run_config())
@@ -207,6 +211,7 @@ class Guard:
             conversation=conversation,
             run_config=run_config or current_run_config(),
             invocation=invocation,
+            can_end=can_end,
         )
 
     def read(self, messages: Sequence[BaseMessage], record: Record, end: int | None = None) -> Turn:
@@ -272,6 +277,7 @@ class Guard:
         conversation: Sequence[BaseMessage] | Turn,
         run_config: RunnableConfig | None,
         invocation: object,
+        can_end: bool,
     ) -> Step:
         """The reminders to add, or the escalation to carry out, for a count with something due.
 
@@ -304,8 +310,10 @@ class Guard:
             # call (the middleware), and a model that calls all the same is ended.
             messages = [finish_message(escalation, kind, self.words)]
             record = {**record, "finishing": escalation.detector}
-        else:
+        elif can_end:
             messages, end = [escalation_message(escalation, self.words)], True
+        else:  # nothing ends the run: it is not said to have been
+            told = told._replace(delivery="undelivered")
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             # Where the ones added as system messages land, for a model that takes none.

@@ -27,7 +27,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain._messages import escalation_message, reminder_message
 from repeat_reminder_langchain._reminder import Escalation, Reminder, is_reminder
 
-from .conftest import Guarded
+from .conftest import Guarded, build
 from .helpers import (
     agent_graph,
     ask,
@@ -550,3 +550,41 @@ def test_a_failure_while_acting_is_logged_and_the_run_goes_on(
     assert "repeat reminder node failed; the run goes on without reminders" in {
         r.getMessage() for r in caplog.records
     }
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+def test_a_node_that_cannot_end_the_run_says_so_before_the_loop_runs_on_and_never_says_stopped(
+    face: str, recwarn: pytest.WarningsRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The README's wiring before its route: a plain edge from the node back to the model.
+    fields: dict[str, Any] = {"escalate_after": 10, "exit_behavior": "end"}
+    handler = RepeatToolReminderCallbackHandler(**fields) if face == "handler" else None
+    node = None if handler else RepeatToolReminderNode(**fields)
+    model = scripted(repeat("probe", {"q": "same"}, 40))
+    graph = agent_graph(model, [probe], handler, after_tools=node, state=RepeatToolReminderState)
+    config: Any = {"recursion_limit": 200, "callbacks": [handler] if handler else []}
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        messages = graph.invoke(ask(), config)["messages"]
+
+    assert_adjacent(messages)
+    # The loop ran on: the node cannot end a run its graph does not route on from it ...
+    assert sum(isinstance(m, ToolMessage) for m in messages) == 40
+    assert not any(isinstance(m, AIMessage) and is_reminder(m) for m in messages)
+    # ... which the user was told once, at their line, before the loop reached the limit,
+    (warned,) = wiring_warnings(recwarn, "node.route")
+    assert 'exit_behavior="end") ends a looping run through its route' in warned
+    # and no line says it stopped.
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert [line.split(":")[0] for line in said] == ["repeat tool loop would be stopped"]
+    assert not [line for line in caplog.messages if "loop stopped" in line]
+
+
+def test_a_routed_node_warns_of_nothing_and_ends_the_run(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    agent = build("state", scripted(repeat("probe", {"q": "same"}, 40)), escalate_after=10)
+    messages = agent.invoke(ask())
+
+    assert sum(isinstance(m, ToolMessage) for m in messages) == 10
+    assert messages[-1].additional_kwargs["repeat_tool_reminder"]["level"] == "escalated"
+    assert wiring_warnings(recwarn) == []
