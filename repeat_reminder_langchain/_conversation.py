@@ -16,7 +16,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ._counter import NOTHING, Call, Turn
 from ._reminder import tag_of
 
-__all__ = ["NotUser", "is_user_message", "read_messages", "read_state", "read_turn", "user_test"]
+__all__ = [
+    "NotUser",
+    "asked_to_answer",
+    "is_user_message",
+    "read_messages",
+    "read_state",
+    "read_turn",
+    "user_test",
+]
 
 NotUser = Callable[[HumanMessage], bool]
 """A test of a user-role message: whether it is not the user speaking (`user_test`)."""
@@ -188,6 +196,25 @@ def _outcome(answer: ToolMessage) -> tuple[object, bool]:
     if answer.additional_kwargs and tag_of(answer) is not None:
         return None, True
     return answer.content, answer.status == "error"
+
+
+def asked_to_answer(
+    messages: Sequence[BaseMessage], end: int | None = None
+) -> Mapping[str, Any] | None:
+    """The tag of the guard's request for an answer that the model turn at `end` answers.
+
+    That request (`exit_behavior="finish"`) is what the guard added after the results of the
+    turn before; it is read back to that turn, so the cost is that of the tail. None when the
+    turn at `end` (the next one, by default) was not asked for an answer.
+    """
+    for index in range((len(messages) if end is None else end) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage):
+            return None
+        tag = tag_of(message)
+        if tag is not None and tag.get("level") == "escalated" and type(message) is not ToolMessage:
+            return tag
+    return None
 
 
 def read_state(state: Any, key: str) -> Any:

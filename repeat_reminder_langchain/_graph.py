@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Protocol
 
 from langchain_core.callbacks import dispatch_custom_event
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph import MessagesState
 from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
 from typing_extensions import Unpack
 
 from ._callbacks import RepeatToolReminderCallbackHandler
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._conversation import read_messages, read_state
+from ._conversation import asked_to_answer, read_messages, read_state
 from ._counter import Record
 from ._events import report
 from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
-from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning, warn
+from ._messages import blocked_result
+from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, warn
 from ._wiring import refuse_block
 
 if TYPE_CHECKING:
@@ -154,11 +157,9 @@ class RepeatToolReminderNode:
         # that calls a tool after it was asked for its answer), and whether the graph routes
         # on from it by `route`: LangGraph calls it after each run of a node wired so.
         settings = self._guard.config
-        self._ends = (
-            settings.escalate_after is not None
-            and settings.exit_behavior in ("end", "finish")
-            and settings.mode == "remind"
-        )
+        stops = settings.escalate_after is not None and settings.mode == "remind"
+        self._ends = stops and settings.exit_behavior in ("end", "finish")
+        self._finishes = stops and settings.exit_behavior == "finish"
         self._routed = False
         self._runs = 0
 
@@ -212,6 +213,64 @@ class RepeatToolReminderNode:
         last = messages[-1] if messages else None
         ended = isinstance(last, AIMessage) and not last.tool_calls
         return "end" if ended else "continue"
+
+    def withholds_tools(self, state: Any) -> bool:
+        """Whether the model's next call goes without its tools: the guard asked for its answer.
+
+        With `exit_behavior="finish"`, the guard's last words ask a looping model for its
+        answer. A node does not own the model call, so your model node withholds the tools:
+
+        ```python
+        def agent(state: MessagesState) -> dict:
+            chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
+            return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
+        ```
+
+        and `ToolNode(tools, wrap_tool_call=node.wrap_tool_call)` refuses a call made all the
+        same. (The middleware does both by itself.)
+        """
+        if not self._finishes:
+            return False
+        return asked_to_answer(read_messages(state, self.messages_key)) is not None
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Refuse a call made after the guard asked for the model's answer; run every other.
+
+        For `ToolNode(tools, wrap_tool_call=node.wrap_tool_call)`, with
+        `exit_behavior="finish"`. The refused call gets an error result saying why, not a
+        second run, as the middleware answers it; the node then ends the run (its `route`).
+        """
+        asked = self._asked(request) if self._finishes else None
+        if asked is None:
+            return handler(request)
+        tool = str(request.tool_call.get("name") or "")
+        count, detector = asked.get("count"), asked.get("detector")
+        withheld = Escalation(
+            tool,
+            count if isinstance(count, int) else 0,
+            detector if isinstance(detector, str) else "repeat",
+            "",
+            "finish",
+        )
+        return blocked_result(withheld, request.tool_call.get("id") or "")
+
+    def _asked(self, request: ToolCallRequest) -> Mapping[str, Any] | None:
+        """The request for an answer that the turn whose call this is came after, if any."""
+        try:
+            state = request.state
+            messages = state if isinstance(state, list) else read_messages(state, self.messages_key)
+            end = next(
+                (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
+                0,
+            )
+            return asked_to_answer(messages, end)
+        except Exception:
+            logger.exception("repeat reminder check failed; the call runs")
+            return None
 
     def _warn_outside(self) -> None:
         if self._warned_outside:

@@ -101,12 +101,13 @@ def _told(
 def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:
     """The error result of a call the guard did not let run.
 
-    One it refused (`"block"`), or one made after it withheld the tools (`"finish"`).
+    One it refused (`"block"`), or one made after the model was asked for its answer
+    (`"finish"`).
     """
     if escalation.behavior == "finish":
         text = (
-            f"Not run: the tools are withheld, since `{escalation.tool}` was looping. Answer the "
-            "user now with what you have found."
+            f"Not run: you were asked for your answer, since `{escalation.tool}` was looping. "
+            "Answer the user now with what you have found."
         )
     else:
         text = (

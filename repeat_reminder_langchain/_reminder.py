@@ -108,8 +108,8 @@ _ESCALATION = (
 )
 _FINISH = (
     "You have been looping on `{tool}` ({what} {count} times), and another call will not tell "
-    "you anything new. Your tools are withheld for this turn: answer the user now with what "
-    "you have found, and say plainly what is still unknown."
+    "you anything new. This is your last turn: answer the user now with what you have found, "
+    "and say plainly what is still unknown."
 )
 
 

@@ -13,6 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import Field
 
@@ -24,12 +27,15 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
+    RepeatToolReminderState,
     RepeatToolReminderWarning,
     from_guard,
+    prepare_messages,
 )
 from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._escalation import interrupt_request
 from repeat_reminder_langchain._events import ESCALATION_EVENT
+from repeat_reminder_langchain._messages import finish_message
 from repeat_reminder_langchain._reminder import is_reminder, tag_of
 
 from .conftest import Guarded, build
@@ -233,7 +239,7 @@ def test_finish_asks_for_the_answer_and_the_answer_ends_the_run(guarded: Make) -
     assert not from_guard(messages[-1])  # the model's own answer ends the run
     asked = messages[-2]
     assert is_reminder(asked) and (tag_of(asked) or {})["level"] == "escalated"
-    assert "Your tools are withheld for this turn" in str(asked.content)
+    assert "This is your last turn" in str(asked.content)  # true on every face
     assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
 
 
@@ -275,8 +281,101 @@ def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
     assert ran == ["same"] * 4  # the fifth call was not run
     refused = messages[-2]
     assert isinstance(refused, ToolMessage) and refused.status == "error"
-    assert from_guard(refused) and "the tools are withheld" in str(refused.content)
+    assert from_guard(refused) and "you were asked for your answer" in str(refused.content)
     assert (ended(messages) or {})["count"] == 5
+
+
+def _node_agent(face: str, model: Any, tools: list[Any]) -> tuple[Any, Any]:
+    """The README's own graph, its model node withholding the tools when the guard says so,
+    its ToolNode refusing a call made all the same; and the run config."""
+    handler = RepeatToolReminderCallbackHandler(**FINISH) if face == "handler" else None
+    node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**FINISH)
+
+    def agent(state: Any) -> dict[str, Any]:
+        chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
+        return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
+
+    builder = StateGraph(RepeatToolReminderState if face == "state" else MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools, wrap_tool_call=node.wrap_tool_call))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    return builder.compile(), {"callbacks": [handler] if handler else []}
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+def test_on_the_node_faces_the_model_node_withholds_the_tools_and_the_answer_ends_the_run(
+    face: str,
+) -> None:
+    model, (probe, ran) = Finisher(), _counted_probe()
+    graph, config = _node_agent(face, model, [probe])
+    messages = graph.invoke(ask("loop 50"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert model.given == [["probe"]] * 4 + [None]  # the last call: no tools at all
+    assert ran == ["same"] * 4
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
+    assert not from_guard(messages[-1])
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+def test_on_the_node_faces_a_call_made_all_the_same_is_refused_not_run(face: str) -> None:
+    # A provider that ignores the withheld tools, or a model node that did not withhold them.
+    model, (probe, ran) = Finisher(deaf=True), _counted_probe()
+    graph, config = _node_agent(face, model, [probe])
+    messages = graph.invoke(ask("loop 50"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert ran == ["same"] * 4  # the fifth call was not run
+    refused = messages[-2]
+    assert isinstance(refused, ToolMessage) and refused.status == "error"
+    assert from_guard(refused) and "you were asked for your answer" in str(refused.content)
+    assert (tag_of(refused) or {})["count"] == 4  # the count the request named
+    assert (ended(messages) or {})["count"] == 5
+
+
+def _run_through(node: Any, state: Any) -> str:
+    """What `node.wrap_tool_call` answers for the latest call in `state`, the tool run as given."""
+    latest = next(
+        m
+        for m in reversed(state if isinstance(state, list) else state["messages"])
+        if isinstance(m, AIMessage)
+    )
+    request = ToolCallRequest(tool_call=latest.tool_calls[0], tool=None, state=state, runtime=None)  # type: ignore[arg-type]
+    answer = node.wrap_tool_call(request, lambda r: ToolMessage("ran", tool_call_id="c1"))
+    return str(answer.content)
+
+
+def test_a_node_that_does_not_finish_runs_every_call_and_withholds_nothing() -> None:
+    node = RepeatToolReminderNode(thresholds=[3], escalate_after=4)
+    asked = finish_message(Escalation("probe", 4, "repeat", "{}", "finish"))
+    state = {"messages": [HumanMessage("go"), asked, turn(call("probe", {"q": "x"}, "c1"))]}
+    assert not node.withholds_tools({"messages": state["messages"][:2]})
+    assert _run_through(node, state) == "ran"
+    finishing = RepeatToolReminderNode(**FINISH)
+    assert finishing.withholds_tools({"messages": state["messages"][:2]})
+    assert _run_through(finishing, state["messages"]).startswith("Not run")  # a list state too
+
+
+class Hostile:
+    """A message whose metadata cannot be read."""
+
+    @property
+    def additional_kwargs(self) -> Any:
+        raise RuntimeError("unreadable")
+
+
+def test_a_refusal_check_that_fails_lets_the_call_run(caplog: pytest.LogCaptureFixture) -> None:
+    node = RepeatToolReminderNode(**FINISH)
+    with caplog.at_level(logging.ERROR, "repeat_reminder_langchain"):
+        answer = _run_through(node, [Hostile(), turn(call("probe", {"q": "x"}, "c1"))])
+    assert answer == "ran"
+    assert caplog.messages == ["repeat reminder check failed; the call runs"]
 
 
 def test_finish_holds_across_a_resume_in_a_new_process(thread: str) -> None:

@@ -120,14 +120,16 @@ class _ScriptedModel(BaseChatModel):
     patience: int = 12
     heeds: bool = True
     """Whether a reminder can change its course (False to show the guard stopping a loop)."""
+    bound: bool = False
+    """Whether it was given its tools: without them it answers with what it has."""
 
     @property
     def _llm_type(self) -> str:
         return "scripted-demo-model"
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ScriptedModel:
-        """Tools are known in advance; binding changes nothing."""
-        return self
+        """The tools are known in advance: bound, the model may call them."""
+        return self.model_copy(update={"bound": True})
 
     def _generate(
         self,
@@ -136,11 +138,22 @@ class _ScriptedModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+        reply = self._next(messages) if self.bound else self._answer(messages)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     @abstractmethod
     def _next(self, messages: list[BaseMessage]) -> AIMessage:
         """The scenario's next answer to `messages`."""
+
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        """The answer of a model called without its tools: what the latest result says."""
+        last = next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
+        if last is None:
+            return AIMessage("I have no results to go on yet.")
+        return AIMessage(
+            f"What I have: `{last.name}` says {last.text!r}, and calling it again would not tell "
+            "me more. What is still unknown is why; that needs another step."
+        )
 
     def _told(self, messages: Sequence[BaseMessage], level: str, detector: str) -> bool:
         return self.heeds and any(
@@ -242,22 +255,25 @@ def build_agent(
     """The agent: model → tools → reminder node → model (no reminder node without a guard).
 
     The node's `route` leaves the graph once the guard ended a looping run
-    (`exit_behavior="end"`).
+    (`exit_behavior="end"`); asked for its answer (`"finish"`), the model is called without
+    its tools, and a call made all the same is refused.
     """
     bound = model.bind_tools(list(tools))
+    node = None if guard is None else RepeatToolReminderNode(guard, tools=list(tools))
 
     def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [bound.invoke(state["messages"])]}
+        chosen = model if node is not None and node.withholds_tools(state) else bound
+        return {"messages": [chosen.invoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(list(tools)))
+    wrap = None if node is None else node.wrap_tool_call
+    builder.add_node("tools", ToolNode(list(tools), wrap_tool_call=wrap))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
-    if guard is None:
+    if node is None:
         builder.add_edge("tools", "agent")
     else:
-        node = RepeatToolReminderNode(guard)
         builder.add_node("repeat_reminder", node)
         builder.add_edge("tools", "repeat_reminder")
         builder.add_conditional_edges(

@@ -16,6 +16,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
+    TOOLS,
     PollingModel,
     RetestingModel,
     build_agent,
@@ -135,6 +136,25 @@ def test_escalation_ends_the_run_through_the_nodes_route(
     assert "escalations job_status: 1 repeat" in out
     numbered = [line for line in out.splitlines() if line[:3].strip().isdigit()]
     assert numbered[-1].startswith(" 23  GUARD")  # nothing ran after the guard's last word
+
+
+def test_finish_ends_the_demo_on_the_models_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--escalate-after", "10", "--exit-behavior", "finish"]) == 0
+    out = capsys.readouterr().out
+
+    numbered = [line for line in out.splitlines() if line[:3].strip().isdigit()]
+    # Asked for its answer, the model was called without its tools, and answered: no call
+    # ran after the request, and the last word is the model's.
+    assert numbered[-2].startswith(" 25  REMINDER   [escalated · job_status × 10]")
+    assert numbered[-1].startswith(" 26  assistant  What I have: `job_status` says")
+    assert "withheld" not in out  # the node faces withhold nothing themselves
+    assert "10 tool calls" in out
+
+
+def test_a_demo_model_called_without_its_tools_answers_with_what_it_has() -> None:
+    model = PollingModel()
+    assert model.invoke([HumanMessage("status?")]).content == "I have no results to go on yet."
+    assert model.bind_tools(TOOLS["poll"]).invoke([HumanMessage("status?")]).tool_calls
 
 
 def test_escalation_by_error_prints_it_on_one_line_and_exits_1(
