@@ -26,7 +26,7 @@ POOL = 64  # distinct last turns the steps cycle through
 def _case(shown: bool) -> Callable[[], float]:
     guard = Guard(ReminderConfig(), name="bench", records=StateStore("unused"))
     if shown:
-        guard.schemas.learn(lookup)
+        guard.tools.learn(lookup)
     messages = history(SIZE)
     turns = [answered(tool_turn(10_000_000 + index)) for index in range(POOL)]
     counter = iter(range(1 << 62))

@@ -207,7 +207,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             meter_provider=meter_provider,
         )
         self.config, self.counter = settings, self.guard.counter
-        self.stats, self.tool_policies = self.guard.stats, self.guard.tool_policies
+        self.stats, self.tool_policies = self.guard.stats, self.guard.tools.policies
 
     @property
     def raise_error(self) -> bool:  # type: ignore[override]

@@ -147,10 +147,9 @@ class RepeatToolReminderNode:
                 keeps_run=True,
             )
         self.config, self.stats = self._guard.config, self._guard.stats
-        self.tool_policies = self._guard.tool_policies
+        self.tool_policies = self._guard.tools.policies
         for tool in _tools(tools):
-            self.tool_policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
-            self._guard.schemas.learn(tool)
+            self._guard.tools.learn(tool)
         self._warned_outside = False
         self._warned_placement = False
         # Whether a loop it stops is ended through its route ("end", and "finish" for a model

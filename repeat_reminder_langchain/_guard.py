@@ -13,7 +13,7 @@ reaches its graph.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
@@ -40,11 +40,14 @@ if TYPE_CHECKING:
     from ._metrics import MeterProviderOption
 
 __all__ = [
+    "NO_TOOLS",
     "RUN_FIELD",
     "Guard",
     "Records",
     "StateStore",
     "Step",
+    "Tools",
+    "ToolsOf",
     "current_run_config",
     "instance_name",
     "invocation_of",
@@ -66,6 +69,46 @@ class Records(Protocol):
 
     def write(self, where: Any, record: Record) -> dict[str, Any]:
         """Keep the record there; the state update that does it."""
+
+
+class Tools(NamedTuple):
+    """What a guard knows of an agent's tools: their policies, how they read their arguments."""
+
+    policies: ToolPolicies
+    schemas: ToolSchemas
+
+    @classmethod
+    def of(cls, tools: Iterable[object]) -> Tools:
+        """What `tools` declare and how they read their arguments."""
+        known = cls(ToolPolicies(), ToolSchemas())
+        for tool in tools:
+            known.learn(tool)
+        return known
+
+    def learn(self, tool: object) -> None:
+        """Read `tool`'s policy and schema (each re-read only when it changed)."""
+        self.policies.learn(getattr(tool, "name", None), getattr(tool, "metadata", None))
+        self.schemas.learn(tool)
+
+
+NO_TOOLS = Tools.of(())
+"""Nothing known of any tool: every call counted by the configuration alone, as sent."""
+
+
+class ToolsOf(dict[str, Tools]):
+    """The tools of the agent that made each model turn, by the turn's id.
+
+    A face shared by agents keeps it; `default` answers for a turn it does not know.
+    """
+
+    __slots__ = ("default",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.default = NO_TOOLS
+
+    def __missing__(self, turn: str) -> Tools:
+        return self.default
 
 
 class Step(NamedTuple):
@@ -116,9 +159,8 @@ class Guard:
         "not_user",
         "reaches_model",
         "records",
-        "schemas",
         "stats",
-        "tool_policies",
+        "tools",
         "words",
     )
 
@@ -136,8 +178,7 @@ class Guard:
         self.records = records
         self.counter = LoopCounter(config)
         self.not_user = user_test(config.not_user)
-        self.tool_policies = ToolPolicies()
-        self.schemas = ToolSchemas()
+        self.tools = Tools.of(())  # a face's own, learnt as it is shown its tools
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.keeps_run = keeps_run
@@ -155,6 +196,7 @@ class Guard:
         answer_only: bool = False,
         invocation: object = None,
         can_end: bool = True,
+        tools_of: ToolsOf | None = None,
     ) -> Step | None:
         """Count what happened since the record's turn; None when nothing did.
 
@@ -171,6 +213,8 @@ class Guard:
             can_end: Whether the face can end the run (a node whose graph routes on from it
                 by its `route`). When it cannot, a loop it would end goes on: nothing is added,
                 and the escalation is reported as not carried out.
+            tools_of: The tools of the agent that made a model turn, by the turn's id (a face
+                shared by agents); None: the guard's own `tools`.
         """
         if self.asks and delivery == "sent" and not answer_only:  # a step that may ask
             self._check_resumable(run_config or current_run_config())
@@ -179,16 +223,16 @@ class Guard:
         if answer_only and not record.get("reminded"):
             return None  # most runs: no reminder waits for its answer
         if type(conversation) is Turn:
-            turn = conversation
+            turn, tools = conversation, self.tools
         else:
             if not record:  # a conversation this guard has not seen: its history counts
-                record = self._history(conversation)  # type: ignore[arg-type]
-            turn = self.read(conversation, record)  # type: ignore[arg-type]
+                record = self._history(conversation, tools_of)  # type: ignore[arg-type]
+            turn, tools = self.read(conversation, record, tools_of=tools_of)  # type: ignore[arg-type]
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
         found = self.counter.count(
-            record, turn, self.tool_policies, reaches_model=sent and self.reaches_model
+            record, turn, tools.policies, reaches_model=sent and self.reaches_model
         )
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
@@ -214,15 +258,23 @@ class Guard:
             can_end=can_end,
         )
 
-    def read(self, messages: Sequence[BaseMessage], record: Record, end: int | None = None) -> Turn:
-        """What happened in `messages[:end]` since the record's turn.
+    def read(
+        self,
+        messages: Sequence[BaseMessage],
+        record: Record,
+        end: int | None = None,
+        tools_of: ToolsOf | None = None,
+    ) -> tuple[Turn, Tools]:
+        """What happened in `messages[:end]` since the record's turn, and the tools it used.
 
         Each call's arguments are read as its tool reads them, where the guard was shown it.
         """
         turn = read_turn(messages, record.get("turn", ""), end, self.not_user)
-        return self.schemas.read(turn) if self.schemas and turn.calls else turn
+        tools = self.tools if tools_of is None or not turn.id else tools_of[turn.id]
+        schemas = tools.schemas
+        return (schemas.read(turn) if schemas and turn.calls else turn), tools
 
-    def _history(self, messages: Sequence[BaseMessage]) -> Record:
+    def _history(self, messages: Sequence[BaseMessage], tools_of: ToolsOf | None) -> Record:
         """The record of a conversation handed in whole, as if the guard had watched it.
 
         The model turns since the user last spoke, but the latest (the step counts it), are
@@ -238,9 +290,8 @@ class Guard:
                 break
         record: Record = {}
         for end in reversed(turns[:-1]):  # each turn is read up to the next one
-            found = self.counter.count(
-                record, self.read(messages, record, end), self.tool_policies, reaches_model=False
-            )
+            turn, tools = self.read(messages, record, end, tools_of)
+            found = self.counter.count(record, turn, tools.policies, reaches_model=False)
             record = found.record or record
         return record
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypeVar, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -17,7 +17,7 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -27,8 +27,9 @@ from typing_extensions import Unpack, override
 from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record
 from ._events import Dispatch, report
-from ._guard import RUN_FIELD, Guard, StateStore, Step, instance_name
+from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
 from ._messages import blocked_result, keeps_system_messages, prepare_messages, with_user_turns
+from ._policy import ToolPolicy
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
@@ -73,6 +74,10 @@ def merge_records(kept: object, written: object) -> dict[str, Record]:
 
 _reported = [0]  # the id of the written value whose problems were logged last
 
+_AGENTS = 256  # sets of tools remembered (one per agent, most of the time)
+_TURNS = 1024  # model turns remembered with the tools of the agent that made them
+_Response = TypeVar("_Response")
+
 
 def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]:
     """The entries of a value of the field that can be records; the others are named."""
@@ -115,7 +120,8 @@ class RepeatToolReminderMiddleware(
     checkpoints, interrupts, process restarts and several workers sharing one checkpointer. A
     new user message resets it. `stats` holds running totals for this instance; a model that
     answers after a reminder has recovered, counted before its run ends. Tools that declare a
-    policy in their metadata are read from the model's requests.
+    policy in their metadata are read from the model's requests, and a turn counts with the
+    tools of the request that made it: agents sharing an instance keep their own policies.
 
     Several instances can guard one agent, each with its own counts (one policy for search
     tools and another for the rest, say), and any number of them may remind on the same turn:
@@ -183,11 +189,20 @@ class RepeatToolReminderMiddleware(
             meter_provider=meter_provider,
             keeps_run=True,
         )
-        self.stats, self.tool_policies = self._guard.stats, self._guard.tool_policies
+        self.stats = self._guard.stats
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking
         self._finishes = self._guard.reaches_model and self.config.exit_behavior == "finish"
-        # The tools whose policies were read last: read again only when a request has others.
-        self._tools: object = None
+        # What each agent's tools declare, by the tools of its requests (one agent's tools are
+        # the same objects every request); and which of them made each model turn, by its id:
+        # a turn counts with its own agent's tools, whatever other agents share the instance.
+        self._agents: dict[tuple[int, ...], tuple[Sequence[object], Tools]] = {}
+        self._turns = ToolsOf()
+
+    @property
+    def tool_policies(self) -> Mapping[str, ToolPolicy]:
+        """The policies the tools of the latest request declare in their metadata."""
+        latest = next(reversed(self._agents.values()), None)
+        return {} if latest is None else latest[1].policies
 
     @property
     def name(self) -> str:
@@ -241,7 +256,8 @@ class RepeatToolReminderMiddleware(
 
         After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
         """
-        return handler(self._prepare(request))
+        prepared, tools = self._prepare(request)
+        return self._made(handler(prepared), tools)
 
     @override
     async def awrap_model_call(
@@ -253,7 +269,8 @@ class RepeatToolReminderMiddleware(
 
         After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
         """
-        return await handler(self._prepare(request))
+        prepared, tools = self._prepare(request)
+        return self._made(await handler(prepared), tools)
 
     @override
     def wrap_tool_call(
@@ -282,7 +299,9 @@ class RepeatToolReminderMiddleware(
     ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
         """The turn's state update, what stops the run, and the events still to be awaited."""
         try:
-            step = self._guard.step(state, state["messages"], invocation=state.get(RUN_FIELD))
+            step = self._guard.step(
+                state, state["messages"], invocation=state.get(RUN_FIELD), tools_of=self._turns
+            )
             update = None if step is None else self._update(step)
         except RepeatToolReminderWarning:
             raise  # a warning the user's warning filter made an error
@@ -300,7 +319,9 @@ class RepeatToolReminderMiddleware(
         `before_model`, whose reminders can still reach the model.
         """
         try:
-            step = self._guard.step(state, state["messages"], answer_only=True)
+            step = self._guard.step(
+                state, state["messages"], answer_only=True, tools_of=self._turns
+            )
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
@@ -321,35 +342,57 @@ class RepeatToolReminderMiddleware(
 
     # -- model calls ----------------------------------------------------------------------
 
-    def _prepare(self, request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
-        """The request, with stored system reminders as user turns if its model needs them.
+    def _prepare(self, request: ModelRequest[ContextT]) -> tuple[ModelRequest[ContextT], Tools]:
+        """The request, stored system reminders as user turns if its model needs; its tools.
 
         Decided for this request alone, from its own model: nothing of one request's model is
         kept for the next, which may be another agent's.
         """
+        tools = NO_TOOLS
         try:
-            if request.tools is not self._tools:
-                self._tools = request.tools
-                for tool in request.tools or ():
-                    self.tool_policies.learn(
-                        getattr(tool, "name", None), getattr(tool, "metadata", None)
-                    )
-                    self._guard.schemas.learn(tool)
+            tools = self._tools(request.tools or ())
             entry = self._entry(request.state)
             if self._finishes and entry.get("finishing"):
                 # Asked for its answer: the model's last call, with no tool to call.
                 request = request.override(tools=[], tool_choice=None)
             at, anywhere = entry.get("system_at"), entry.get("system") is True
             if not (at or anywhere) or keeps_system_messages(request.model):
-                return request  # most calls: nothing stored that this model cannot take
+                return request, tools  # most calls: nothing stored this model cannot take
             # Where the record says, or, where it cannot say, wherever they are.
             messages = with_user_turns(request.messages, at) if at and not anywhere else None
             if messages is None:
                 messages = prepare_messages(request.messages, request.model)
-            return request.override(messages=cast("list[AnyMessage]", messages))
+            return request.override(messages=cast("list[AnyMessage]", messages)), tools
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")
-            return request
+            return request, tools
+
+    def _tools(self, tools: Sequence[object]) -> Tools:
+        """What an agent's tools declare, read once per set of tools.
+
+        A turn this instance did not see made (a history handed in, a thread resumed in
+        another process) counts with the tools of the one agent it has seen, if it has seen
+        only one; else with none it could mistake for another agent's.
+        """
+        key = tuple(map(id, tools))
+        known = self._agents.pop(key, None)  # taken out and put back: the latest is last
+        if known is None:
+            if len(self._agents) >= _AGENTS:
+                del self._agents[next(iter(self._agents))]
+            known = (tools, Tools.of(tools))  # the tools kept, so that their ids stay theirs
+        self._agents[key] = known
+        self._turns.default = known[1] if len(self._agents) == 1 else NO_TOOLS
+        return known[1]
+
+    def _made(self, response: _Response, tools: Tools) -> _Response:
+        """The model's response, its turn noted as made with `tools`."""
+        inner = getattr(response, "model_response", response)
+        for message in getattr(inner, "result", None) or (inner,):
+            if isinstance(message, AIMessage) and message.id:
+                if len(self._turns) >= _TURNS:
+                    del self._turns[next(iter(self._turns))]
+                self._turns[message.id] = tools
+        return response
 
     def _entry(self, state: Any) -> Mapping[str, Any]:
         # The record's flags alone, read as they are: a record that is not valid is found,
@@ -376,11 +419,11 @@ class RepeatToolReminderMiddleware(
                 return None
             messages = state.get("messages", ())
             counter = self._guard.counter
-            turn = self._guard.read(messages, record)
+            turn, tools = self._guard.read(messages, record, tools_of=self._turns)
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None
-            escalation = counter.predict(record, turn, position, self.tool_policies)
+            escalation = counter.predict(record, turn, position, tools.policies)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None

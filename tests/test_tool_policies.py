@@ -3,24 +3,39 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+import repeat_reminder_langchain._middleware as middleware_module
 from repeat_reminder_langchain import (
     ReminderConfig,
+    RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
+from repeat_reminder_langchain._guard import NO_TOOLS
 from repeat_reminder_langchain._policy import ToolPolicies, parse_tool_policy
 
 from .conftest import Guarded
-from .helpers import ask, assert_adjacent, call, probe, reminders, repeat, scripted, turn
+from .helpers import (
+    LoopModel,
+    ask,
+    assert_adjacent,
+    call,
+    probe,
+    reminders,
+    repeat,
+    scripted,
+    turn,
+)
 
 SAME = {"q": "same"}
 Make = Callable[..., Guarded]
@@ -28,21 +43,10 @@ Make = Callable[..., Guarded]
 
 @pytest.fixture
 def policed(guarded: Make) -> Make:
-    """`guarded(model, tools, **fields)`, with the state-kept node told the tools' policies.
-
-    The handler and the middleware read a tool's metadata as the tool runs. The state-kept
-    node sees no tool run: it reads the tools given to `RepeatToolReminderNode(tools=...)`,
-    which `build` does not pass; this does what that argument does.
-    """
-
-    def make(model: Any, tools: Sequence[Any], **fields: Any) -> Guarded:
-        agent = guarded(model, tools, **fields)
-        if agent.face == "state":
-            for declared in tools:
-                agent.guard.tool_policies.learn(declared.name, declared.metadata)
-        return agent
-
-    return make
+    """`guarded(model, tools, **fields)`: the handler reads a tool's metadata as the tool runs,
+    the middleware from each model request's tools, the state-kept node from the `ToolNode`
+    it is given."""
+    return guarded
 
 
 def poller(metadata: dict[str, Any], results: list[str] | None = None) -> Any:
@@ -208,3 +212,66 @@ def test_learnt_policies_follow_changes_and_stay_bounded() -> None:
     for name in "abc":
         policies.learn(name, {"repeat_reminder": own})
     assert list(policies) == ["c"]  # a and b filled it: at the cap, what was learnt is cleared
+
+
+# -- one middleware instance shared by agents ------------------------------------------------
+
+
+def test_agents_sharing_an_instance_count_each_with_its_own_tools_policies() -> None:
+    # Agent A's check_status declares itself excluded; agent B's, of the same name, does not.
+    # Their steps interleave on one instance: each model call of one agent between the other's
+    # model call and the count of its turn.
+    guard = RepeatToolReminderMiddleware(thresholds=[2])
+    saver = InMemorySaver()
+    agents = {
+        "a": create_agent(
+            LoopModel(tool="check_status", args={"job_id": "7"}),
+            tools=[poller({"repeat_reminder": {"exclude": True}})],
+            middleware=[guard],
+            checkpointer=saver,
+        ),
+        "b": create_agent(
+            LoopModel(tool="check_status", args={"job_id": "7"}),
+            tools=[poller({})],
+            middleware=[guard],
+            checkpointer=saver,
+        ),
+    }
+    configs: dict[str, Any] = {name: {"configurable": {"thread_id": name}} for name in agents}
+    inputs: dict[str, Any] = {name: ask("loop 4") for name in agents}
+    while any(agent.get_state(configs[n]).next or inputs[n] for n, agent in agents.items()):
+        for name, agent in agents.items():
+            if inputs[name] or agent.get_state(configs[name]).next:
+                agent.invoke(inputs[name], configs[name], interrupt_before=["tools"])
+                inputs[name] = None
+    told = {n: reminders(a.get_state(configs[n]).values["messages"]) for n, a in agents.items()}
+
+    assert told == {"a": [], "b": [("gentle", "check_status", 2)]}
+    for name, agent in agents.items():
+        assert_adjacent(agent.get_state(configs[name]).values["messages"])
+
+
+def test_a_turn_the_instance_did_not_see_made_counts_with_no_other_agents_tools() -> None:
+    guard = RepeatToolReminderMiddleware(thresholds=[2])
+    excluded, plain = [poller({"repeat_reminder": {"exclude": True}})], [poller({})]
+    assert guard._turns["unseen"].policies == {}
+    guard._tools(excluded)
+    assert guard._turns["unseen"].policies["check_status"].exclude  # its one agent's
+    assert guard.tool_policies["check_status"].exclude
+    guard._tools(plain)
+    assert guard._turns["unseen"].policies == {}  # two agents: neither is guessed
+    assert guard.tool_policies == {}  # the latest request's
+
+
+def test_the_agents_and_turns_an_instance_remembers_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(middleware_module, "_AGENTS", 2)
+    monkeypatch.setattr(middleware_module, "_TURNS", 2)
+    guard = RepeatToolReminderMiddleware()
+    sets = [[poller({})] for _ in range(3)]
+    for turn_id, tools in zip("abc", sets, strict=True):
+        guard._made(AIMessage("", id=turn_id), guard._tools(tools))
+    assert len(guard._agents) == len(guard._turns) == 2
+    assert guard._tools(sets[2]) is guard._turns["c"]  # the latest kept, the first gone
+    assert guard._turns["a"] is NO_TOOLS  # two agents known: none is guessed
