@@ -195,8 +195,9 @@ class ReminderConfig(BaseModel):
             detector, the limit and the digest, never the arguments, which may hold secrets.
             The events, `RepeatToolLoopError.arguments` and the reminders quote them always.
 
-    A tool can declare its own policy (see `repeat_reminder_langchain._policy`); a field set
-    here explicitly wins over it, a field left at its default yields to it.
+    A tool can declare its own policy in its metadata (the configuration guide, "Tools that
+    bring their own policy"); a field set here explicitly wins over it, a field left at its
+    default yields to it.
 
     Examples:
         >>> config = ReminderConfig(thresholds=[5, 2], exclude=["todo_*"])
