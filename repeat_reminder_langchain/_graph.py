@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Protocol
 
 from langchain_core.callbacks import dispatch_custom_event
@@ -243,22 +243,13 @@ class RepeatToolReminderNode:
         `exit_behavior="finish"`. The refused call gets an error result saying why, not a
         second run, as the middleware answers it; the node then ends the run (its `route`).
         """
-        asked = self._asked(request) if self._finishes else None
-        if asked is None:
+        withheld = self._withheld(request) if self._finishes else None
+        if withheld is None:
             return handler(request)
-        tool = str(request.tool_call.get("name") or "")
-        count, detector = asked.get("count"), asked.get("detector")
-        withheld = Escalation(
-            tool,
-            count if isinstance(count, int) else 0,
-            detector if isinstance(detector, str) else "repeat",
-            "",
-            "finish",
-        )
         return blocked_result(withheld, request.tool_call.get("id") or "")
 
-    def _asked(self, request: ToolCallRequest) -> Mapping[str, Any] | None:
-        """The request for an answer that the turn whose call this is came after, if any."""
+    def _withheld(self, request: ToolCallRequest) -> Escalation | None:
+        """The loop whose model was asked for its answer before it made this call, if any."""
         try:
             state = request.state
             messages = state if isinstance(state, list) else read_messages(state, self.messages_key)
@@ -266,7 +257,11 @@ class RepeatToolReminderNode:
                 (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
                 0,
             )
-            return asked_to_answer(messages, end)
+            asked = asked_to_answer(messages, end)
+            if asked is None:
+                return None
+            tool = str(request.tool_call.get("name") or "")
+            return Escalation(tool, int(asked["count"]), str(asked["detector"]), "", "finish")
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None

@@ -374,6 +374,9 @@ class RepeatToolReminderMiddleware(
         another process) counts with the tools of the one agent it has seen, if it has seen
         only one; else with none it could mistake for another agent's.
         """
+        latest = next(reversed(self._agents.values()), None)
+        if latest is not None and latest[0] is tools:
+            return latest[1]  # most requests: the same agent's list as the request before
         key = tuple(map(id, tools))
         known = self._agents.pop(key, None)  # taken out and put back: the latest is last
         if known is None:

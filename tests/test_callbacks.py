@@ -253,7 +253,7 @@ def test_reading_an_agents_streaks_makes_it_the_most_recently_used() -> None:
         assert_adjacent(agent.state(thread)["messages"])
 
 
-def test_a_cap_of_one_agent_degrades_without_failing() -> None:
+def test_an_agent_pushed_out_by_the_cap_is_counted_again_from_its_conversation() -> None:
     guard = Handler(exclude=["delegate"])
     guard.max_agents = 1
     delegate = _subagent_tool(guard, child_calls=3)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -275,3 +276,18 @@ def test_the_agents_and_turns_an_instance_remembers_are_bounded(
     assert len(guard._agents) == len(guard._turns) == 2
     assert guard._tools(sets[2]) is guard._turns["c"]  # the latest kept, the first gone
     assert guard._turns["a"] is NO_TOOLS  # two agents known: none is guessed
+
+
+def test_a_turn_is_noted_whatever_form_the_model_call_answers_in() -> None:
+    # What an inner handler answers: a ModelResponse, an AIMessage, or a response with a
+    # Command beside it (ExtendedModelResponse).
+    guard = RepeatToolReminderMiddleware()
+    tools = guard._tools([poller({})])
+    guard._tools([poller({})])  # a second agent: a turn not noted would get no tools
+    answers = [
+        ModelResponse(result=[AIMessage("", id="plain")]),
+        AIMessage("", id="bare"),
+        ExtendedModelResponse(ModelResponse(result=[AIMessage("", id="extended")]), None),
+    ]
+    assert [guard._made(answer, tools) for answer in answers] == answers
+    assert [guard._turns[turn] for turn in ("plain", "bare", "extended")] == [tools] * 3
