@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repeat_reminder_langchain._detectors import DETECTORS, PARTS
+from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling._logs import Conversation
 
 from .reruns import Rerun, reruns
@@ -12,7 +12,7 @@ from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, swee
 
 __all__ = ["ALONE", "FileReport", "evaluate"]
 
-ALONE: tuple[str, ...] = DETECTORS
+ALONE: tuple[str, ...] = tuple(DETECTORS)
 """Every detector, each run alone, in the order they take precedence."""
 """The detectors run one at a time, each with the others off (then all together)."""
 
@@ -58,11 +58,13 @@ def evaluate(path: str, settings: Settings) -> FileReport:
     sweeps: dict[str, list[Sweep]] = {
         detector: sweep(
             replay_all(
-                conversations, settings.config([detector], **{f"{detector}_thresholds": SWEEP})
+                conversations,
+                settings.config([detector], detectors={detector: {"thresholds": SWEEP}}),
             )
         )
         for detector in ALONE
-        if PARTS[detector].settings  # `repeat`'s thresholds are each tool's: not swept
+        # `repeat`'s thresholds are each tool's: not swept
+        if "thresholds" in DETECTORS[detector].settings.model_fields
     }
     calls = [item for replayed in replays["repeat"] for item in replayed.calls]
     return FileReport(

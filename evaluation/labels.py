@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
-from repeat_reminder_langchain._detectors import PARTS
+from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling._logs import Conversation
 from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
 
@@ -93,8 +93,9 @@ Fires = tuple[tuple[str, int], ...]
 
 
 def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig:
-    field = f"{detector}_thresholds" if PARTS[detector].settings else "thresholds"
-    return settings.config([detector], **{field: (threshold,)})
+    if "thresholds" not in DETECTORS[detector].settings.model_fields:
+        return settings.config([detector], thresholds=(threshold,))
+    return settings.config([detector], detectors={detector: {"thresholds": (threshold,)}})
 
 
 def suggested(conversations: Sequence[Conversation]) -> Settings:

@@ -69,10 +69,14 @@ class Settings:
 
     def config(self, detect: Sequence[str], **fields: object) -> ReminderConfig:
         """The guard's configuration with `detect` in use, other fields as overridden."""
+        own = {"stale": self.stale_thresholds, "same_error": self.same_error_thresholds}
+        detectors: dict[str, object] = {
+            name: {"thresholds": thresholds} for name, thresholds in own.items() if name in detect
+        }
+        detectors.update(fields.pop("detectors", {}))  # type: ignore[call-overload]
         base: dict[str, object] = {
             "detect": tuple(detect),
-            "stale_thresholds": self.stale_thresholds,
-            "same_error_thresholds": self.same_error_thresholds,
+            "detectors": detectors,
             "error_pattern": self.error_pattern,
             "exclude": self.exclude,
             "not_user": self.not_user,

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from os import PathLike, fspath
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_serializer,
     field_validator,
     model_validator,
@@ -30,18 +31,27 @@ from ._checks import (
     is_int,
     validation_problems,
 )
-from ._detectors import PARTS
+from ._detectors import DETECTORS
 from ._policy import Rules, ToolPolicy, compile_paths
 from ._reminder import ExitBehavior, sample_words, warn, word_fields
 from ._settings_file import read_settings, settings_text
 
-__all__ = ["THRESHOLDS", "ConfigError", "ReminderConfig", "ReminderFields", "resolve_config"]
+__all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config", "short_forms"]
 
 _UNKNOWN = object()
 
-THRESHOLDS = tuple(f"{name}_thresholds" for name, part in PARTS.items() if part.settings)
-"""The short forms of the built-in detectors' thresholds (`stale_thresholds` for
-`detectors={"stale": {"thresholds": ...}}`), in the detectors' order."""
+
+def short_forms() -> dict[str, str]:
+    """The short forms of the detectors' thresholds, each with its detector, in their order.
+
+    `stale_thresholds=[4]` is `detectors={"stale": {"thresholds": [4]}}` said short: every
+    detector in the registry that takes thresholds has one (`repeat`'s are `thresholds`).
+    """
+    return {
+        f"{name}_thresholds": name
+        for name, detector in DETECTORS.items()
+        if "thresholds" in detector.settings.model_fields
+    }
 
 
 class ConfigError(ValueError):
@@ -62,6 +72,8 @@ class ReminderFields(TypedDict, total=False):
     mode: Literal["remind", "observe"]
     detect: Sequence[str]
     detectors: Mapping[str, Mapping[str, Any]]
+    # The short forms of the built-in detectors' thresholds (`short_forms`), typed for the
+    # keywords: a test holds them to the registry.
     stale_thresholds: Sequence[int]
     same_error_thresholds: Sequence[int]
     recurring_error_thresholds: Sequence[int]
@@ -147,16 +159,10 @@ class ReminderConfig(BaseModel):
             one), `remind` (False: it counts, logs and sends its events, and neither reminds
             the model nor escalates; `same_output`'s default) and any option of its own, e.g.
             `{"stale": {"thresholds": [4]}}`. A detector left out keeps its defaults
-            (`thresholds` `[3]`). The built-in detectors' thresholds have a short form each,
-            below; give one or the other. (`repeat`'s are `thresholds` and each tool's own
-            rules.)
-        stale_thresholds: Counts of identical results of one call that draw a reminder.
-        same_error_thresholds: Counts of consecutive identical failures that draw a reminder.
-        recurring_error_thresholds: Failures of one call with one error, since it last
-            succeeded, that draw a reminder.
-        cycle_thresholds: Rounds of one repeated sequence of calls that draw a reminder.
-        same_output_thresholds: Calls of one tool returning one output, from two argument
-            sets or more, that draw a reminder.
+            (`thresholds` `[3]`). (`repeat`'s thresholds are `thresholds` and each tool's
+            own rules.) Each other detector's thresholds have a short form, accepted wherever
+            fields are: `stale_thresholds=[4]` is `detectors={"stale": {"thresholds": [4]}}`;
+            give one or the other.
         error_pattern: A regular expression; a tool result whose text it matches (searched)
             is a failure, as is every result with `status="error"`. None: status only.
         not_user: The user-role messages that are not the user speaking (a harness's
@@ -222,11 +228,6 @@ class ReminderConfig(BaseModel):
     mode: Literal["remind", "observe"] = "remind"
     detect: Sequence[str] = ("repeat",)  # the registry's names: a detector may be added
     detectors: Mapping[str, Mapping[str, Any]] = _FrozenMapping({})
-    stale_thresholds: Sequence[int] = (3,)
-    same_error_thresholds: Sequence[int] = (3,)
-    recurring_error_thresholds: Sequence[int] = (3,)
-    cycle_thresholds: Sequence[int] = (3,)
-    same_output_thresholds: Sequence[int] = (3,)
     error_pattern: str | None = None
     not_user: str | Callable[[Any], bool] | None = None
     escalate_after: int | None = None
@@ -240,10 +241,16 @@ class ReminderConfig(BaseModel):
 
     def __init__(self, **fields: Any) -> None:
         check_field_names(fields)
+        fields, short, problems = _long_forms(fields)
         try:
-            super().__init__(**fields)
+            # As `BaseModel.__init__`, told which short forms were given: a message names them.
+            self.__pydantic_validator__.validate_python(
+                fields, self_instance=self, context={"short": short}
+            )
         except ValidationError as error:
-            raise ConfigError(validation_problems(error)) from None
+            problems = [validation_problems(error), *problems]
+        if problems:
+            raise ConfigError("\n".join(problems)) from None
         for what, given in (("words", self.words), ("settings", self.detectors)):
             unused = [name for name in given if name != "*" and name not in self.detect]
             if unused:
@@ -253,7 +260,7 @@ class ReminderConfig(BaseModel):
                     f"leave the {what} out"
                 )
 
-    @field_validator("thresholds", *THRESHOLDS, mode="before")
+    @field_validator("thresholds", mode="before")
     @classmethod
     def _check_thresholds(cls, value: Any) -> tuple[int, ...]:
         return check_thresholds(value)
@@ -303,7 +310,7 @@ class ReminderConfig(BaseModel):
     @classmethod
     def _check_detect(cls, value: Any) -> tuple[str, ...]:
         # Read from the registry as it is now: a detector registered after import counts.
-        known = tuple(PARTS)
+        known = tuple(DETECTORS)
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
             raise ValueError(
                 f"must be a non-empty list of detector names ({', '.join(known)}), got {value!r}"
@@ -349,7 +356,7 @@ class ReminderConfig(BaseModel):
     @field_validator("words", mode="before")
     @classmethod
     def _check_words(cls, value: Any) -> Mapping[str, Mapping[str, Any]]:
-        return check_words(value, tuple(PARTS), word_fields, sample_words)
+        return check_words(value, tuple(DETECTORS), word_fields, sample_words)
 
     @field_validator("words", "detectors", mode="after")
     @classmethod
@@ -370,54 +377,33 @@ class ReminderConfig(BaseModel):
     def _check_detectors(cls, value: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(value, Mapping):
             raise ValueError(f"must map detector names to their settings, got {value!r}")
-        known = tuple(PARTS)  # the registry as it is now: a detector registered after import
+        known = tuple(DETECTORS)  # the registry as it is now: a detector registered after import
         checked: dict[str, dict[str, Any]] = {}
         for name, given in value.items():
             if name not in known:
                 raise ValueError(f"unknown detector {name!r}{did_you_mean(name, known, 'they')}")
-            part = PARTS[name]
             if not isinstance(given, Mapping):
                 raise ValueError(f"{name}: must map settings to values, got {given!r}")
-            own: dict[str, Any] = {}
-            for setting, setting_value in given.items():
-                if setting == "remind":  # every detector's: whether it reminds, or only reports
-                    if type(setting_value) is not bool:
-                        raise ValueError(
-                            f"{name}.remind: must be True or False, got {setting_value!r}"
-                        )
-                    own[setting] = setting_value
-                    continue
-                if setting not in part.settings:
+            model = DETECTORS[name].settings
+            for setting in given:
+                if setting not in model.model_fields:
                     hint = (
-                        did_you_mean(setting, tuple(part.settings), "they")
-                        if part.settings
+                        did_you_mean(setting, tuple(model.model_fields), "they")
+                        if "thresholds" in model.model_fields
                         else "; it takes none: its thresholds are thresholds, and each tool's own"
                     )
                     raise ValueError(f"{name}: unknown setting {setting!r}{hint}")
-                try:
-                    own[setting] = (
-                        check_thresholds(setting_value)
-                        if setting == "thresholds"
-                        else part.check_setting(setting, setting_value)
-                    )
-                except ValueError as error:
-                    raise ValueError(f"{name}.{setting}: {error}") from None
-            checked[name] = own
+            try:
+                settings = model(**given)
+            except ValidationError as error:
+                problem = error.errors()[0]
+                message = str(problem["msg"]).removeprefix("Value error, ")
+                if problem["type"] != "value_error":  # pydantic's own words: say what was given
+                    message += f", got {problem['input']!r}"
+                raise ValueError(f"{name}.{problem['loc'][0]}: {message}") from None
+            # What was given, as the model read it (thresholds sorted, a list as a tuple).
+            checked[name] = {setting: getattr(settings, setting) for setting in given}
         return checked
-
-    @model_validator(mode="after")
-    def _merge_short_forms(self) -> ReminderConfig:
-        # `stale_thresholds` is `detectors={"stale": {"thresholds": ...}}` said short: one of
-        # the two, and the short form reads what the detector takes.
-        for short in THRESHOLDS:
-            name = short.removesuffix("_thresholds")
-            thresholds = self.detectors.get(name, {}).get("thresholds")
-            if thresholds is None:
-                continue
-            if short in self.model_fields_set:
-                raise ValueError(f"{short} and detectors.{name}.thresholds: give one, not both")
-            self.__dict__[short] = thresholds
-        return self
 
     @field_validator("log_arguments", mode="before")
     @classmethod
@@ -434,7 +420,7 @@ class ReminderConfig(BaseModel):
         return value  # type: ignore[no-any-return]
 
     @model_validator(mode="after")
-    def _check_escalation(self) -> ReminderConfig:
+    def _check_escalation(self, info: ValidationInfo) -> ReminderConfig:
         if self.escalate_after is None:
             if "exit_behavior" in self.model_fields_set:
                 raise ValueError("exit_behavior: applies only with escalate_after set")
@@ -447,7 +433,10 @@ class ReminderConfig(BaseModel):
         if not over:
             return self
         detector, thresholds = over[0]
-        fewer = [f"{_thresholds_keyword(d)}={[t for t in own if t < limit]}" for d, own in over]
+        short = (info.context or {}).get("short", ())  # none given to `model_validate`
+        fewer = [
+            f"{_thresholds_keyword(d, short)}={[t for t in own if t < limit]}" for d, own in over
+        ]
         way = "" if any(own[0] >= limit for _, own in over) else " and ".join(dict.fromkeys(fewer))
         least = max(own[-1] for _, own in used) + 1
         way += " (reminders before the stop) or " if way else ""
@@ -456,17 +445,23 @@ class ReminderConfig(BaseModel):
             f"(the last is {thresholds[-1]}), got {limit}; pass {way}escalate_after \u2265 {least}"
         )
 
-    def detector_settings(self, detector: str) -> Mapping[str, Any]:
-        """A detector's settings: `detectors`' over its short form's thresholds, over its own."""
-        settings = dict(PARTS[detector].settings)
-        short = f"{detector}_thresholds"
-        if short in THRESHOLDS:
-            settings["thresholds"] = getattr(self, short)
-        return {**settings, **self.detectors.get(detector, {})}
+    # At run time only (its branch is always taken): to a type checker, a typo is no field.
+    if not TYPE_CHECKING:  # pragma: no branch
+
+        def __getattr__(self, name: str) -> Any:
+            # A short form reads what its detector takes: `config.stale_thresholds`.
+            detector = short_forms().get(name)
+            if detector is not None:
+                return self.detector_thresholds(detector)
+            return super().__getattr__(name)
+
+    def detector_settings(self, detector: str) -> Any:
+        """A detector's settings, as its `settings` model reads them (`detectors` over its own)."""
+        return DETECTORS[detector].settings(**self.detectors.get(detector, {}))
 
     def detector_thresholds(self, detector: str) -> tuple[int, ...]:
         """A detector's thresholds: its settings', or `thresholds` for `repeat`."""
-        return self.detector_settings(detector).get("thresholds", self.thresholds)  # type: ignore[no-any-return]
+        return getattr(self.detector_settings(detector), "thresholds", tuple(self.thresholds))
 
     def model_post_init(self, __context: Any) -> None:
         """Compile the patterns once."""
@@ -511,7 +506,7 @@ class ReminderConfig(BaseModel):
                 names the file, and the line or the field.
         """
         try:
-            stored = read_settings(path, list(cls.model_fields))
+            stored = read_settings(path, [*cls.model_fields, *short_forms()])
         except ValueError as error:
             raise ConfigError(str(error)) from None
         check_field_names(fields)
@@ -606,12 +601,41 @@ def _valid(cls: type[ReminderConfig], fields: Mapping[str, Any]) -> bool:
     return True
 
 
-def _thresholds_keyword(detector: str) -> str:
-    """Where a detector's thresholds are given, as the keyword a message names."""
-    if not PARTS[detector].settings:
+def _thresholds_keyword(detector: str, short: Collection[str]) -> str:
+    """Where a detector's thresholds are given, as a message names them: as they were given."""
+    if "thresholds" not in DETECTORS[detector].settings.model_fields:
         return "thresholds"
-    short = f"{detector}_thresholds"
-    return short if short in THRESHOLDS else f"detectors.{detector}.thresholds"
+    keyword = f"{detector}_thresholds"
+    return keyword if keyword in short else f"detectors.{detector}.thresholds"
+
+
+def _long_forms(fields: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...], list[str]]:
+    """`fields` with each short form of a detector's thresholds given in `detectors`.
+
+    Also the short forms given, and a problem for each that is not thresholds, or whose
+    detector's thresholds `detectors` gives too (it is left out).
+    """
+    forms = short_forms()
+    given = tuple(name for name in fields if name in forms)
+    detectors = fields.get("detectors", {})
+    # `detectors` that is no mapping is refused as it is: the short forms add nothing to say.
+    if not given or not isinstance(detectors, Mapping):
+        return fields, given, []
+    fields, detectors, problems = dict(fields), dict(detectors), []
+    for short in given:
+        name, value = forms[short], fields.pop(short)
+        own = detectors.get(name, {})
+        if isinstance(own, Mapping) and "thresholds" in own:
+            problems.append(f"{short} and detectors.{name}.thresholds: give one, not both")
+            continue
+        try:
+            thresholds = check_thresholds(value)
+        except ValueError as error:
+            problems.append(f"{short}: {error}")
+            continue
+        detectors[name] = {**own, "thresholds": thresholds} if isinstance(own, Mapping) else own
+    fields["detectors"] = detectors
+    return fields, given, problems
 
 
 def _plain(item: Any) -> Any:
@@ -630,7 +654,7 @@ def _named(value: str | Callable[..., Any]) -> str:
 
 def check_field_names(fields: Mapping[str, Any]) -> None:
     """Raise `TypeError` for a keyword that names no `ReminderConfig` field."""
-    known = list(ReminderConfig.model_fields)
+    known = [*ReminderConfig.model_fields, *short_forms()]
     for name in fields:
         if name not in known:
             hint = did_you_mean(name, known, "fields")

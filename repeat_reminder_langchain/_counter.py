@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
 from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
-from ._detectors import PARTS, Part, Seen
+from ._detectors import DETECTORS, Detector, Seen
 from ._policy import Levels, Rules, ToolPolicy
 from ._reminder import Escalation, Reminder, preview
 
@@ -147,11 +147,11 @@ def read_record(data: object) -> Record:
     if data.get("count", 0) < 0:
         raise RecordError(f"stored counts must be whole numbers from zero, got {data!r}")
     for name, kept in data.get("detectors", {}).items():
-        part = PARTS.get(name)
-        if part is not None:  # one it does not know (a newer version's) is left as is
+        detector = DETECTORS.get(name)
+        if detector is not None:  # one it does not know (a newer version's) is left as is
             try:
-                part.check(kept)
-            except (TypeError, ValueError) as problem:
+                detector.check(kept)
+            except ValueError as problem:
                 raise RecordError(f"stored {name} memory is not valid: {problem}") from None
     return data  # type: ignore[return-value]
 
@@ -161,7 +161,7 @@ def read_record(data: object) -> Record:
 _LASTING = ("turn", "system_at", "system")
 
 # The fields in which 0.3 kept the detectors' memories, each detector's own.
-_LEGACY = frozenset(field for part in PARTS.values() for field in part.legacy)
+_LEGACY = frozenset(field for detector in DETECTORS.values() for field in detector.legacy)
 
 
 def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
@@ -169,13 +169,13 @@ def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
     data = dict(data)
     flat = {name: data.pop(name) for name in _LEGACY & data.keys()}
     detectors: dict[str, Any] = {}
-    for part in PARTS.values():
+    for detector in DETECTORS.values():
         try:
-            kept = part.upgrade(flat)
+            kept = detector.upgrade(flat)
         except (TypeError, ValueError) as problem:
-            raise RecordError(f"stored {part.name} memory is not valid: {problem}") from None
+            raise RecordError(f"stored {detector.name} memory is not valid: {problem}") from None
         if kept is not None:
-            detectors[part.name] = kept
+            detectors[detector.name] = kept
     if detectors:
         data["detectors"] = {**detectors, **data.get("detectors", {})}
     return data
@@ -231,8 +231,8 @@ def _result_digest(result: object) -> str:
 
 
 Observer = Callable[[CallTrace], object]
-_Minds = tuple[tuple[Part, "Levels | None", Any], ...]  # each detector in use, with its memory
-_Found = list[tuple[Part, "Levels | None", Any, int]]  # and what it counted for a call
+_InUse = tuple[tuple[Detector, "Levels | None", Any], ...]  # each detector in use, with its memory
+_Found = list[tuple[Detector, "Levels | None", Any, int]]  # and what it counted for a call
 
 
 # A named tuple built without its Python-level constructor: this runs on every turn.
@@ -251,10 +251,10 @@ class LoopCounter:
     """
 
     __slots__ = (
+        "_detectors",
         "_failure",
+        "_in_use",
         "_limit",
-        "_minds",
-        "_parts",
         "_preview",
         "_reads",
         "_remembering",
@@ -269,29 +269,33 @@ class LoopCounter:
         self.config = config
         # The detectors in use, in precedence order, each with its level table (None: the
         # tool's own rules).
-        self._parts: tuple[tuple[Part, Levels | None], ...] = tuple(
-            (part(config, settings), _levels(settings))
-            for name, part in PARTS.items()
+        self._detectors: tuple[tuple[Detector, Levels | None], ...] = tuple(
+            (detector(settings), _levels(settings))
+            for name, detector in DETECTORS.items()
             if name in config.detect
             for settings in (config.detector_settings(name),)
         )
-        # Under the defaults (`repeat` alone) no part reads a result or keeps memory.
-        self._stateful = any(part.remembers for part, _ in self._parts)
-        self._minds: _Minds = tuple((part, levels, None) for part, levels in self._parts)
-        # Whether a part reads results: then each call's is read once, for every part, and
+        # Under the defaults (`repeat` alone) no detector reads a result or keeps memory.
+        self._stateful = any(detector.memory is not None for detector, _ in self._detectors)
+        self._in_use: _InUse = tuple(
+            (detector, levels, None) for detector, levels in self._detectors
+        )
+        # Whether a detector reads results: then each call's is read once, for every detector, and
         # judged a failure or not (`error_pattern`).
-        self._reads = any(part.needs_result for part, _ in self._parts)
+        self._reads = any(detector.reads != "calls" for detector, _ in self._detectors)
         pattern = config.error_pattern
         self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and config.exit_behavior == "block"
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
-        # The parts asked what of their memory a new user message leaves in place.
-        self._remembering = tuple(part for part, _ in self._parts if part.remembers)
-        # The parts that count and report, and neither remind nor escalate (`remind` False).
+        # The detectors asked what of their memory a new user message leaves in place.
+        self._remembering = tuple(
+            detector for detector, _ in self._detectors if detector.memory is not None
+        )
+        # The detectors that count and report, and neither remind nor escalate (`remind` False).
         self._reporting = frozenset(
-            name for name in config.detect if not config.detector_settings(name).get("remind", True)
+            name for name in config.detect if not config.detector_settings(name).remind
         )
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -309,15 +313,15 @@ class LoopCounter:
         """The record after a new user message: no run of calls, nothing stale.
 
         The turn stays counted, and each detector keeps what it says of its memory
-        (`Part.after_user`): a call that fails the same way after every user message is still
+        (`Detector.after_user`): a call that fails the same way after every user message is still
         a loop.
         """
         kept = cast("Record", {name: value for name, value in record.items() if name in _LASTING})
         memories = record.get("detectors", {})
         lasting = {
-            part.name: left
-            for part in self._remembering
-            if part.name in memories and (left := part.after_user(memories[part.name]))
+            detector.name: left
+            for detector in self._remembering
+            if detector.name in memories and (left := detector.after_user(memories[detector.name]))
         }
         if lasting:
             kept["detectors"] = lasting
@@ -396,7 +400,7 @@ class LoopCounter:
         """`count`'s loop: each tracked call keyed, its streak, what each detector counted."""
         tool, key, result = record.get("tool", ""), record.get("key", ""), record.get("result", "")
         run = carried = record.get("count", 0)
-        minds = self._start(record)
+        in_use = self._start(record)
         unanswered = (
             not turn.spoke_after
         )  # the user spoke after the calls: nothing they drew is due
@@ -426,7 +430,7 @@ class LoopCounter:
             # limit may call for something: most calls under the defaults need nothing more.
             may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
             if may_draw or observe is not None:
-                found, failed = self._detect(minds, call, new_key, run, outcome, arguments)
+                found, failed = self._detect(in_use, call, new_key, run, outcome, arguments)
                 if unanswered and may_draw:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
@@ -442,7 +446,7 @@ class LoopCounter:
                     if reminder is not None:
                         reminders = [*reminders, reminder]
                 if observe is not None:
-                    counts = {part.name: number for part, _, _, number in found}
+                    counts = {detector.name: number for detector, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
             reminded = reaches_model and reminder is not None and reminder.reminds
         new: Record = {
@@ -455,23 +459,24 @@ class LoopCounter:
             "reminded": reminded,
         }
         if self._stateful:
-            _keep(minds, new)
+            _keep(in_use, new)
         if not unanswered:
             new = self.reset(new)
         if escalation is not None:
             return Count(new, (), escalation, tracked, longest, followups)
         return _make(Count, (new, reminders, None, tracked, longest, followups))
 
-    def _start(self, record: Record) -> _Minds:
+    def _start(self, record: Record) -> _InUse:
         """The detectors in use, with what they remember of the agent, for one turn.
 
         The same every turn when none remembers anything (the defaults).
         """
         if not self._stateful:
-            return self._minds
+            return self._in_use
         memories = record.get("detectors", {})
         return tuple(
-            (part, levels, part.start(memories.get(part.name, {}))) for part, levels in self._parts
+            (detector, levels, detector.start(memories.get(detector.name, {})))
+            for detector, levels in self._detectors
         )
 
     def _progress(self, rules: Rules, call: Call, same: bool, result: str) -> tuple[bool, str, str]:
@@ -509,7 +514,7 @@ class LoopCounter:
     # -- the detectors ------------------------------------------------------------------------
 
     def _detect(  # noqa: PLR0917 - one call's facts, as the loop has them
-        self, minds: _Minds, call: Call, key: str, run: int, outcome: str, arguments: str
+        self, in_use: _InUse, call: Call, key: str, run: int, outcome: str, arguments: str
     ) -> tuple[_Found, bool]:
         """What each detector in use counted for a call, by precedence; and whether it failed."""
         result = call.result
@@ -518,12 +523,12 @@ class LoopCounter:
         failed = call.failed or (failure is not None and failure.search(text) is not None)
         seen = _make(Seen, (call.tool, key, run, result, failed, text, outcome, arguments))
         found = []
-        for part, levels, memory in minds:
-            if part.needs_result and result is None:
+        for detector, levels, memory in in_use:
+            if result is None and detector.reads != "calls":
                 continue  # a call whose result is unknown tells it nothing
-            number = part.see(memory, seen)
+            number = detector.see(memory, seen)
             if number is not None:
-                found.append((part, levels, memory, number))
+                found.append((detector, levels, memory, number))
         return found, failed
 
     def _reminder(
@@ -534,7 +539,7 @@ class LoopCounter:
         A detector that only reports gives way to any that reminds.
         """
         reported = None
-        for part, levels, memory, number in found:
+        for detector, levels, memory, number in found:
             level = (rules.levels if levels is None else levels)[number]
             if level is None:
                 continue
@@ -544,11 +549,11 @@ class LoopCounter:
                 level,
                 self._cut(arguments),
                 key,
-                part.name,
+                detector.name,
                 position=position,
                 # Details come from what a detector remembers: one that keeps nothing has none.
-                details=part.details(memory, self._cut) if part.remembers else {},
-                reminds=part.name not in self._reporting,
+                details=detector.details(memory, self._cut) if detector.memory is not None else {},
+                reminds=detector.name not in self._reporting,
             )
             if reminder.reminds:
                 return reminder
@@ -571,14 +576,14 @@ class LoopCounter:
         limit = self._limit
         if limit is None:
             return None
-        for part, _, _, number in found:
-            if part.name in self._reporting:
+        for detector, _, _, number in found:
+            if detector.name in self._reporting:
                 continue  # it reports; it never acts
             # A run that is stopped stops at the limit; a blocked call is refused at the limit
             # and after. It is refused before it runs, when only a count that needs no result
             # is known: the detectors that read results keep reminding.
             if self.blocking:
-                if not part.before_run or number < limit:
+                if detector.reads != "calls" or number < limit:
                     continue
             elif number != limit:
                 continue
@@ -586,7 +591,7 @@ class LoopCounter:
             return Escalation(
                 call.tool,
                 number,
-                part.name,
+                detector.name,
                 self._cut(arguments),
                 behavior,
                 key,
@@ -622,21 +627,21 @@ class LoopCounter:
         )
 
 
-def _levels(settings: Mapping[str, Any]) -> Levels | None:
+def _levels(settings: object) -> Levels | None:
     """A detector's level table from its thresholds; None: each tool's own rules (`repeat`)."""
-    thresholds = settings.get("thresholds")
+    thresholds = getattr(settings, "thresholds", None)
     return None if thresholds is None else Levels.of(thresholds)
 
 
-def _keep(minds: _Minds, record: Record) -> None:
+def _keep(in_use: _InUse, record: Record) -> None:
     """Each detector's memory, written back into the record (a memory of nothing is left out)."""
     memories = dict(record.get("detectors", {}))
-    for part, _, memory in minds:
-        kept = part.keep(memory)
+    for detector, _, memory in in_use:
+        kept = detector.keep(memory)
         if kept:
-            memories[part.name] = kept
+            memories[detector.name] = kept
         else:
-            memories.pop(part.name, None)
+            memories.pop(detector.name, None)
     if memories:
         record["detectors"] = memories
     else:
@@ -651,7 +656,7 @@ def _reached(escalation: Escalation | None, call: Call, found: _Found) -> Escala
     """
     if escalation is None or call.tool != escalation.tool:
         return escalation
-    for part, _, _, number in found:
-        if part.name == escalation.detector and number == escalation.count + 1:
+    for detector, _, _, number in found:
+        if detector.name == escalation.detector and number == escalation.count + 1:
             return replace(escalation, count=number)
     return escalation

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
-from ._detectors import PARTS
+from ._detectors import DETECTORS
 
 __all__ = [
     "LOGGER_NAME",
@@ -190,7 +190,7 @@ class Reminder:
         """
         entry = _entry(words, self.detector, self.level)
         if entry is None:
-            parts = PARTS[self.detector].words
+            parts = DETECTORS[self.detector].words
             own: str | Callable[[Any], str] = (
                 parts.gentle if self.level == "gentle" else parts.detailed
             )
@@ -275,7 +275,7 @@ class Escalation:
                 detector=self.detector,
                 arguments=self.arguments,
                 limit=self.limit,
-                what=PARTS[self.detector].words.stopped,
+                what=DETECTORS[self.detector].words.stopped,
             )
         )
 
@@ -301,8 +301,8 @@ def word_fields(detector: str, level: str) -> tuple[str, ...]:
     """
     if level == "final":
         return _FINAL_FIELDS
-    parts = PARTS.values() if detector == "*" else (PARTS[detector],)
-    return (*_REMINDER_FIELDS, *dict.fromkeys(name for part in parts for name in part.says))
+    shown = DETECTORS.values() if detector == "*" else (DETECTORS[detector],)
+    return (*_REMINDER_FIELDS, *dict.fromkeys(name for one in shown for name in one.says))
 
 
 class _Said(dict[str, Any]):
@@ -360,8 +360,8 @@ def sample_words(detector: str, level: str, words: str) -> str:
     if level == "final":
         told: Reminder | Escalation = Escalation("tool", 9, "repeat", "{}", "end", limit=9)
     else:
-        parts = PARTS.values() if detector == "*" else (PARTS[detector],)
-        details = {name: value for part in parts for name, value in part.says.items()}
+        shown = DETECTORS.values() if detector == "*" else (DETECTORS[detector],)
+        details = {name: value for one in shown for name, value in one.says.items()}
         told = Reminder("tool", 3, cast("Level", level), "{}", details=details)
     return told.say({"*": {level: words}})
 

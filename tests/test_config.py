@@ -13,7 +13,8 @@ from repeat_reminder_langchain import (
     ReminderFields,
     RepeatToolReminderWarning,
 )
-from repeat_reminder_langchain._config import resolve_config
+from repeat_reminder_langchain._config import resolve_config, short_forms
+from repeat_reminder_langchain._detectors import Settings
 
 
 def test_defaults() -> None:
@@ -247,7 +248,8 @@ def test_an_escalation_below_a_threshold_is_refused_with_the_way_out(
 def test_the_faces_keywords_are_exactly_the_configurations_fields() -> None:
     # The handler, node and middleware type their **fields with ReminderFields: a field added
     # to one and not the other would be refused, or untyped, at the call site.
-    assert set(ReminderFields.__annotations__) == set(ReminderConfig.model_fields)
+    # The short forms of the detectors' thresholds are typed there too, each the registry's.
+    assert set(ReminderFields.__annotations__) == {*ReminderConfig.model_fields, *short_forms()}
 
 
 def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> None:
@@ -255,9 +257,10 @@ def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> Non
     short = ReminderConfig(detect=["stale"], stale_thresholds=[4, 5])
     for config in (long, short):
         assert config.detector_thresholds("stale") == (4, 5)
-        assert config.detector_settings("stale") == {"thresholds": (4, 5)}
+        assert config.detector_settings("stale") == Settings(thresholds=(4, 5))
         assert config.stale_thresholds == (4, 5)  # the short form reads what it takes
-    assert ReminderConfig(detect=["stale"]).detector_settings("stale") == {"thresholds": (3,)}
+        assert config == long  # one configuration, however it was said
+    assert ReminderConfig(detect=["stale"]).detector_settings("stale") == Settings()
     assert ReminderConfig(thresholds=[2]).detector_thresholds("repeat") == (2,)
     # The mapping is frozen and dumps as plain JSON, so the configuration stays a value.
     assert hash(long) == hash(

@@ -298,13 +298,13 @@ _GOOD: dict[str, Any] = {
     [
         ({"count": -1}, "stored counts must be whole numbers from zero"),
         ({"count": True}, "stored count must be a int"),
-        ({"detectors": {"stale": []}}, "stored stale memory is not valid: a mapping was"),
-        ({"detectors": {"stale": {"changes": -3}}}, "stale memory is not valid: changes must"),
-        ({"detectors": {"stale": {"calls": {"c": "r:1:0"}}}}, "a call must be [result"),
+        ({"detectors": {"stale": []}}, "stale memory is not valid: Input should be a valid dict"),
+        ({"detectors": {"stale": {"changes": -3}}}, "stale memory is not valid: changes: Input"),
+        ({"detectors": {"stale": {"calls": {"c": "r:1:0"}}}}, "calls.c: Input should be a valid"),
         ({"detectors": {"stale": {"calls": {"c": ["r", 0, 0]}}}}, "a call must be [result"),
         ({"detectors": {"same_error": {"failures": -2}}}, "same_error memory is not valid"),
-        ({"detectors": {"same_error": {"variants": ["a", 1]}}}, "variants must be a list of"),
-        ({"detectors": {"same_error": {"tool": 3}}}, "tool must be a str, got 3"),
+        ({"detectors": {"same_error": {"variants": ["a", 1]}}}, "variants.1: Input should be a"),
+        ({"detectors": {"same_error": {"tool": 3}}}, "tool: Input should be a valid string, got 3"),
     ],
 )
 def test_a_stored_count_or_memory_that_the_guard_did_not_write_is_rejected(

@@ -36,13 +36,13 @@ from evaluation.labels import (
 from evaluation.run import load, replay_all
 from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._detectors import PARTS
+from repeat_reminder_langchain._detectors import DETECTORS as REGISTRY
 from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling._logs import Conversation
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FILES = sorted(LABELS.glob("*.labels.jsonl"))
-DETECTORS = tuple(PARTS)
+DETECTORS = tuple(REGISTRY)
 
 
 def records(path: Path) -> list[dict[str, object]]:

@@ -32,7 +32,7 @@ ROOMS = {
         "_canonical",
         "_config",
         "_detectors",
-        "_detectors._part",
+        "_detectors._detector",
         "_detectors.cycle",
         "_detectors.recurring_error",
         "_detectors.repeat",

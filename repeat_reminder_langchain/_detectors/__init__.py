@@ -1,13 +1,14 @@
-"""The detectors, each a part the counter runs on every tracked call; nothing here knows LangChain.
+"""The detectors, each a class the counter shows every tracked call; nothing here knows LangChain.
 
-`PARTS` names them in the order they take precedence when several fire on one call: the one
-place that order is set. Adding a detector is a module with a class that keeps to `Part`, an
-entry here, and its tests.
+`DETECTORS` names them in the order they take precedence when several fire on one call: the one
+place that order is set. Adding a detector is a module with a class that keeps to `Detector`, an
+entry here, and its tests: its settings, its memory in the record and its words reach every
+part of the guard (the configuration, the command line, the audit) from its declarations.
 """
 
 from __future__ import annotations
 
-from ._part import Part, Seen, Settings, Words
+from ._detector import Detector, Seen, Settings, Words
 from .cycle import Cycle
 from .recurring_error import RecurringError
 from .repeat import Repeat
@@ -15,12 +16,10 @@ from .same_error import SameError
 from .same_output import SameOutput
 from .stale import STALE_MEMORY, Stale
 
-__all__ = ["DETECTORS", "PARTS", "STALE_MEMORY", "Part", "Seen", "Settings", "Words"]
+__all__ = ["DETECTORS", "STALE_MEMORY", "Detector", "Seen", "Settings", "Words"]
 
-PARTS: dict[str, type[Part]] = {
-    part.name: part for part in (Repeat, SameError, RecurringError, Stale, Cycle, SameOutput)
+DETECTORS: dict[str, type[Detector]] = {
+    detector.name: detector
+    for detector in (Repeat, SameError, RecurringError, Stale, Cycle, SameOutput)
 }
 """Every detector by name, in the order they take precedence."""
-
-DETECTORS: tuple[str, ...] = tuple(PARTS)
-"""Every detector's name, in the order they take precedence."""

@@ -9,12 +9,14 @@ before, so the agent is back where it was at the start of each round.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
+from pydantic import Field, NonNegativeInt
 from typing_extensions import override
 
 from .._canonical import digest
-from ._part import Part, Seen, Words, expect
+from ._detector import Detector, Seen, Words
 
 PERIODS = (2, 3, 4)
 """The lengths of the sequences it looks for, shortest first."""
@@ -22,6 +24,7 @@ PERIODS = (2, 3, 4)
 _SHOWN = 80  # characters of one call's arguments a round remembers, to say what it was
 
 
+@dataclass(slots=True)
 class _Rounds:
     """The latest calls (up to the longest period) and, per period, how far they repeat.
 
@@ -30,15 +33,17 @@ class _Rounds:
     `PERIODS[i]` before them.
     """
 
-    __slots__ = ("calls", "period", "runs")
+    calls: Annotated[
+        list[Annotated[list[str], Field(min_length=3, max_length=3)]],
+        Field(max_length=PERIODS[-1]),
+    ] = field(default_factory=list)
+    runs: Annotated[
+        list[NonNegativeInt], Field(min_length=len(PERIODS), max_length=len(PERIODS))
+    ] = field(default_factory=lambda: [0] * len(PERIODS))
+    period: int = field(default=0, init=False)  # the length of the sequence seen last repeats
 
-    def __init__(self, kept: Mapping[str, Any]) -> None:
-        self.calls: list[list[str]] = list(kept.get("calls", []))
-        self.runs: list[int] = list(kept.get("runs", [0] * len(PERIODS)))
-        self.period = 0  # the length of the sequence the call seen last repeats
 
-
-class Cycle(Part):
+class Cycle(Detector):
     """Counts the rounds of a repeated sequence of two to four calls with unchanged results.
 
     A round is counted when its last call completes it; the shortest sequence that repeats is
@@ -48,7 +53,7 @@ class Cycle(Part):
     name = "cycle"
     says: ClassVar[Mapping[str, Any]] = {"evidence": "  1. tool {}\n  2. other {}"}
     counts = "rounds of one sequence of calls"
-    remembers = True
+    memory = _Rounds
     words = Words(
         gentle=(
             "You have now gone through the same sequence of calls {count} times in a row, "
@@ -69,10 +74,6 @@ class Cycle(Part):
     )
 
     @override
-    def start(self, kept: Mapping[str, Any]) -> _Rounds:
-        return _Rounds(kept)
-
-    @override
     def see(self, memory: _Rounds, seen: Seen) -> int | None:
         step = digest(f"{seen.tool}\x00{seen.key}\x00{seen.outcome}")[:16]
         calls, runs = memory.calls, memory.runs
@@ -89,13 +90,6 @@ class Cycle(Part):
         return None
 
     @override
-    def keep(self, memory: _Rounds) -> dict[str, Any]:
-        kept: dict[str, Any] = {"calls": memory.calls}
-        if any(memory.runs):
-            kept["runs"] = memory.runs
-        return kept
-
-    @override
     def details(self, memory: _Rounds, cut: Callable[[str], str]) -> Mapping[str, Any]:
         steps = memory.calls[-memory.period :]
         return {
@@ -103,18 +97,3 @@ class Cycle(Part):
                 f"  {n}. {tool} {cut(arguments)}" for n, (_, tool, arguments) in enumerate(steps, 1)
             )
         }
-
-    @override
-    @classmethod
-    def check(cls, kept: object) -> None:
-        super().check(kept)
-        expect(kept, {"calls": list, "runs": list})  # type: ignore[arg-type]
-        calls, runs = kept.get("calls", []), kept.get("runs", [0] * len(PERIODS))  # type: ignore[attr-defined]
-        if len(calls) > PERIODS[-1] or not all(
-            type(c) is list and len(c) == 3 and all(type(x) is str for x in c) for c in calls
-        ):
-            raise ValueError(
-                f"calls must be up to {PERIODS[-1]} [step, tool, arguments], got {calls!r}"
-            )
-        if len(runs) != len(PERIODS) or not all(type(r) is int and r >= 0 for r in runs):
-            raise ValueError(f"runs must be {len(PERIODS)} whole numbers from zero, got {runs!r}")

@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
+from pydantic import AfterValidator
 from typing_extensions import override
 
 from .._canonical import digest
-from ._part import Part, Seen, Words, expect
+from ._detector import Detector, Seen, Settings, Words
 
 CALLS = 16
 """How many failing calls (or causes) an agent's `recurring_error` remembers; the least recent
@@ -31,6 +33,14 @@ goes first."""
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
+def _entry(entry: list[Any]) -> list[Any]:
+    """A remembered call or cause, checked: `[error, failures]`."""
+    if not (len(entry) == 2 and type(entry[0]) is str and type(entry[1]) is int and entry[1] > 0):
+        raise ValueError("a call must be [error, failures]")
+    return entry
+
+
+@dataclass(slots=True)
 class _Failing:
     """The failing calls and causes remembered, oldest first, and the cause seen last.
 
@@ -38,15 +48,17 @@ class _Failing:
     when it failed (`by="cause"`).
     """
 
-    __slots__ = ("calls", "last", "text")
-
-    def __init__(self, kept: Mapping[str, Any]) -> None:
-        self.calls: dict[str, list[Any]] = dict(kept.get("calls", {}))
-        self.last: str = kept.get("last", "")
-        self.text = ""  # the error text of the call seen last
+    calls: dict[str, Annotated[list[Any], AfterValidator(_entry)]] = field(default_factory=dict)
+    last: str = ""
+    text: str = field(default="", init=False)  # the error text of the call seen last
 
 
-class RecurringError(Part):
+class _Settings(Settings):
+    by: Literal["call", "cause"] = "cause"
+    """What a failure is remembered by: the call, or also its cause."""
+
+
+class RecurringError(Detector):
     """Counts the failures of one call (tool and arguments) with one error since it last succeeded.
 
     A result fails as `same_error` says: marked as an error, or matched by `error_pattern`.
@@ -56,11 +68,11 @@ class RecurringError(Part):
     """
 
     name = "recurring_error"
-    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,), "by": "cause"}
+    settings = _Settings
     says: ClassVar[Mapping[str, Any]] = {"error": "the error"}
     counts = "failures of one call with one error"
-    remembers = True
-    failures_only = True
+    memory = _Failing
+    reads = "failures"
     words = Words(
         gentle=(
             "`{tool}` has now failed {count} times with the same error, with other steps in "
@@ -82,19 +94,9 @@ class RecurringError(Part):
         stopped="the same call failing with the same error",
     )
 
-    def __init__(self, config: Any, settings: Mapping[str, Any]) -> None:
-        self.by_cause = settings.get("by") == "cause"
-
-    @override
-    @classmethod
-    def check_setting(cls, name: str, value: Any) -> Any:
-        if value not in ("call", "cause"):
-            raise ValueError(f"must be 'call' or 'cause', got {value!r}")
-        return value
-
-    @override
-    def start(self, kept: Mapping[str, Any]) -> _Failing:
-        return _Failing(kept)
+    def __init__(self, settings: _Settings) -> None:
+        super().__init__(settings)
+        self.by_cause = settings.by == "cause"
 
     @override
     def see(self, memory: _Failing, seen: Seen) -> int | None:
@@ -134,15 +136,6 @@ class RecurringError(Part):
         return failures
 
     @override
-    def keep(self, memory: _Failing) -> dict[str, Any] | None:
-        if not memory.calls:
-            return None
-        kept: dict[str, Any] = {"calls": memory.calls}
-        if memory.last:
-            kept["last"] = memory.last
-        return kept
-
-    @override
     @classmethod
     def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
         return kept  # asking the user and trying the same call again still fails
@@ -150,21 +143,6 @@ class RecurringError(Part):
     @override
     def details(self, memory: _Failing, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"error": cut(memory.text)}
-
-    @override
-    @classmethod
-    def check(cls, kept: object) -> None:
-        super().check(kept)
-        expect(kept, {"calls": dict, "last": str})  # type: ignore[arg-type]
-        for entry in kept.get("calls", {}).values():  # type: ignore[attr-defined]
-            if not (
-                type(entry) is list
-                and len(entry) == 2
-                and type(entry[0]) is str
-                and type(entry[1]) is int
-                and entry[1] > 0
-            ):
-                raise ValueError(f"a call must be [error, failures], got {entry!r}")
 
 
 def _parsed(arguments: str) -> Any:

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
-
+from pydantic import BaseModel, ConfigDict, StrictBool
 from typing_extensions import override
 
-from ._part import Part, Seen, Words
+from ._detector import Detector, Seen, Words
 
 
-class Repeat(Part):
+class _Settings(BaseModel):
+    """`remind` alone: its thresholds are each tool's own rules (`thresholds`, a policy's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    remind: StrictBool = True
+
+
+class Repeat(Detector):
     """Counts identical calls in a row: the counter's streak, which it keeps itself."""
 
     name = "repeat"
-    # Its thresholds are each tool's own rules: `thresholds`, `repeat_every`, a tool's policy.
-    settings: ClassVar[Mapping[str, Any]] = {}
-    needs_result = False
-    before_run = True
+    settings = _Settings
+    reads = "calls"
     words = Words(
         gentle=(
             "You have called `{tool}` {count} times in a row with exactly the same arguments. "

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from pydantic import NonNegativeInt
 from typing_extensions import override
 
 from .._canonical import digest
-from ._part import Part, Seen, Words, expect
+from ._detector import Detector, Seen, Words
 
 _VARIANTS = 16  # argument sets remembered for a failure streak, to say how many there were
 
 
+@dataclass(slots=True)
 class _Streak:
     """The failure streak: its tool, its error's fingerprint, how long, with what arguments.
 
@@ -20,18 +23,15 @@ class _Streak:
     with go on with it.
     """
 
-    __slots__ = ("error", "failing", "failures", "spoke", "text", "variants")
-
-    def __init__(self, kept: Mapping[str, Any]) -> None:
-        self.failing: str = kept.get("tool", "")
-        self.error: str = kept.get("error", "")
-        self.failures: int = kept.get("failures", 0)
-        self.variants: list[str] = kept.get("variants", [])
-        self.spoke: bool = kept.get("spoke", False)
-        self.text = ""  # the error text of the call seen last
+    tool: str = ""
+    error: str = ""
+    failures: NonNegativeInt = 0
+    variants: list[str] = field(default_factory=list)
+    spoke: bool = False
+    text: str = field(default="", init=False)  # the error text of the call seen last
 
 
-class SameError(Part):
+class SameError(Detector):
     """Counts the failures in a row of one tool with the identical error.
 
     A result fails when it is marked as an error (`status="error"`) or its text matches
@@ -47,8 +47,8 @@ class SameError(Part):
         "varied": ", with 2 different argument sets",
     }
     counts = "consecutive identical failures"
-    remembers = True
-    failures_only = True
+    memory = _Streak
+    reads = "failures"
     legacy = ("failing", "error", "failures", "variants")
     words = Words(
         gentle=(
@@ -70,24 +70,20 @@ class SameError(Part):
     )
 
     @override
-    def start(self, kept: Mapping[str, Any]) -> _Streak:
-        return _Streak(kept)
-
-    @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
         if not seen.failed:
-            memory.failing, memory.error, memory.failures, memory.variants = "", "", 0, []
+            memory.tool, memory.error, memory.failures, memory.variants = "", "", 0, []
             memory.spoke = False
             return None
         error, short = digest(seen.text), seen.key[:8]
         news = memory.spoke and short not in memory.variants
         memory.spoke = False
-        if seen.tool == memory.failing and error == memory.error and not news:
+        if seen.tool == memory.tool and error == memory.error and not news:
             memory.failures += 1
             if short not in memory.variants and len(memory.variants) < _VARIANTS:
                 memory.variants = [*memory.variants, short]
         else:
-            memory.failing, memory.error, memory.failures, memory.variants = (
+            memory.tool, memory.error, memory.failures, memory.variants = (
                 seen.tool,
                 error,
                 1,
@@ -95,20 +91,6 @@ class SameError(Part):
             )
         memory.text = seen.text
         return memory.failures
-
-    @override
-    def keep(self, memory: _Streak) -> dict[str, Any] | None:
-        if not memory.failing:
-            return None  # no streak: nothing of it is kept
-        kept = {
-            "tool": memory.failing,
-            "error": memory.error,
-            "failures": memory.failures,
-            "variants": memory.variants,
-        }
-        if memory.spoke:
-            kept["spoke"] = True
-        return kept
 
     @override
     @classmethod
@@ -124,29 +106,13 @@ class SameError(Part):
 
     @override
     @classmethod
-    def check(cls, kept: object) -> None:
-        super().check(kept)
-        _check(kept, "tool")  # type: ignore[arg-type]
-
-    @override
-    @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
+        # What it reads is checked as every stored memory is, by `memory`'s types.
         if not flat.get("failing"):
             return None
-        _check(flat, "failing")
         return {
             "tool": flat["failing"],
             "error": flat.get("error", ""),
             "failures": flat.get("failures", 0),
             "variants": flat.get("variants", []),
         }
-
-
-def _check(kept: Mapping[str, Any], tool: str) -> None:
-    """Check a failure streak as stored, its tool under `tool`."""
-    expect(kept, {tool: str, "error": str, "failures": int, "variants": list, "spoke": bool})
-    if kept.get("failures", 0) < 0:
-        raise ValueError(f"failures must be a whole number from zero, got {kept['failures']!r}")
-    variants = kept.get("variants", [])
-    if not all(type(item) is str for item in variants):
-        raise ValueError(f"variants must be a list of strings, got {variants!r}")

@@ -10,11 +10,13 @@ the labelled corpus, 4 of 28 such outputs were loops).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
+from pydantic import AfterValidator, StrictBool
 from typing_extensions import override
 
-from ._part import Part, Seen, Words, expect
+from ._detector import Detector, Seen, Settings, Words
 
 MIN_OUTPUT = 50
 """The fewest characters (stripped) of an output it counts: an empty or one-word result
@@ -26,18 +28,35 @@ OUTPUTS = 16
 _VARIANTS = 16  # argument sets remembered for one output, to say how many there were
 
 
+def _output(entry: list[Any]) -> list[Any]:
+    """A remembered output, checked: `[calls, argument sets]`."""
+    if not (
+        len(entry) == 2
+        and type(entry[0]) is int
+        and entry[0] > 0
+        and type(entry[1]) is list
+        and all(type(item) is str for item in entry[1])
+    ):
+        raise ValueError("an output must be [calls, argument sets]")
+    return entry
+
+
+@dataclass(slots=True)
 class _Outputs:
     """The outputs remembered, oldest first: each `[calls, argument sets]` by tool and output."""
 
-    __slots__ = ("outputs", "text", "variants")
-
-    def __init__(self, kept: Mapping[str, Any]) -> None:
-        self.outputs: dict[str, list[Any]] = dict(kept.get("outputs", {}))
-        self.text = ""  # the output of the call seen last
-        self.variants = 0  # how many argument sets returned it
+    outputs: dict[str, Annotated[list[Any], AfterValidator(_output)]] = field(default_factory=dict)
+    text: str = field(default="", init=False)  # the output of the call seen last
+    variants: int = field(default=0, init=False)  # how many argument sets returned it
 
 
-class SameOutput(Part):
+class _Settings(Settings):
+    # It reports unless asked to remind: on a coding agent most of its flags are checks that
+    # rightly print the same output again (of 16 on the labelled corpus, 4 loops).
+    remind: StrictBool = False
+
+
+class SameOutput(Detector):
     """Counts the calls of one tool that returned one output, once two argument sets did.
 
     An output shorter than `MIN_OUTPUT` characters, or a failure (`same_error`'s), is not
@@ -45,12 +64,10 @@ class SameOutput(Part):
     """
 
     name = "same_output"
-    # It reports unless asked to remind (`remind`): on a coding agent most of its flags are
-    # checks that rightly print the same output again (of 16 on the labelled corpus, 4 loops).
-    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (3,), "remind": False}
+    settings = _Settings
     says: ClassVar[Mapping[str, Any]] = {"evidence": "the output", "variants": 2}
     counts = "calls of one tool returning one output"
-    remembers = True
+    memory = _Outputs
     words = Words(
         gentle=(
             "`{tool}` has now returned this same output {count} times, to {variants} different "
@@ -73,10 +90,6 @@ class SameOutput(Part):
     )
 
     @override
-    def start(self, kept: Mapping[str, Any]) -> _Outputs:
-        return _Outputs(kept)
-
-    @override
     def see(self, memory: _Outputs, seen: Seen) -> int | None:
         text = seen.text
         if seen.failed or len(text) < MIN_OUTPUT or len(text.strip()) < MIN_OUTPUT:
@@ -95,25 +108,5 @@ class SameOutput(Part):
         return calls + 1
 
     @override
-    def keep(self, memory: _Outputs) -> dict[str, Any] | None:
-        return {"outputs": memory.outputs} if memory.outputs else None
-
-    @override
     def details(self, memory: _Outputs, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"evidence": cut(memory.text), "variants": memory.variants}
-
-    @override
-    @classmethod
-    def check(cls, kept: object) -> None:
-        super().check(kept)
-        expect(kept, {"outputs": dict})  # type: ignore[arg-type]
-        for entry in kept.get("outputs", {}).values():  # type: ignore[attr-defined]
-            if not (
-                type(entry) is list
-                and len(entry) == 2
-                and type(entry[0]) is int
-                and entry[0] > 0
-                and type(entry[1]) is list
-                and all(type(item) is str for item in entry[1])
-            ):
-                raise ValueError(f"an output must be [calls, argument sets], got {entry!r}")

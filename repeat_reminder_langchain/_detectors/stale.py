@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 
+from pydantic import AfterValidator, NonNegativeInt
 from typing_extensions import override
 
 from .._canonical import digest
-from ._part import Part, Seen, Words, expect
+from ._detector import Detector, Seen, Words, expect
 
 STALE_MEMORY = 64
 """How many distinct calls an agent's `stale` detector remembers; the least recent goes first."""
 
 
+def _entry(entry: list[Any]) -> list[Any]:
+    """A remembered call, checked: `[result, times, changes]`."""
+    if not (
+        len(entry) == 3
+        and type(entry[0]) is str
+        and type(entry[1]) is int
+        and type(entry[2]) is int
+        and entry[1] > 0
+    ):
+        raise ValueError("a call must be [result, times, changes]")
+    return entry
+
+
+@dataclass(slots=True)
 class _Calls:
     """The calls remembered, oldest first, and how many times one returned something new.
 
@@ -22,19 +38,16 @@ class _Calls:
     did.
     """
 
-    __slots__ = ("calls", "changes")
-
-    def __init__(self, kept: Mapping[str, Any]) -> None:
-        self.calls: dict[str, list[Any]] = dict(kept.get("calls", {}))
-        self.changes: int = kept.get("changes", 0)
+    calls: dict[str, Annotated[list[Any], AfterValidator(_entry)]] = field(default_factory=dict)
+    changes: NonNegativeInt = 0
 
 
-class Stale(Part):
+class Stale(Detector):
     """Counts how many times in a row one call returned one result, whatever came between."""
 
     name = "stale"
     counts = "identical results of one call"
-    remembers = True
+    memory = _Calls
     legacy = ("seen", "changes")
     words = Words(
         gentle=(
@@ -54,10 +67,6 @@ class Stale(Part):
         ),
         stopped="the same call returning the same result",
     )
-
-    @override
-    def start(self, kept: Mapping[str, Any]) -> _Calls:
-        return _Calls(kept)
 
     @override
     def see(self, memory: _Calls, seen: Seen) -> int | None:
@@ -86,24 +95,6 @@ class Stale(Part):
         return times
 
     @override
-    def keep(self, memory: _Calls) -> dict[str, Any]:
-        kept: dict[str, Any] = {"calls": memory.calls}
-        if memory.changes:
-            kept["changes"] = memory.changes
-        return kept
-
-    @override
-    @classmethod
-    def check(cls, kept: object) -> None:
-        super().check(kept)
-        expect(kept, {"calls": dict, "changes": int})  # type: ignore[arg-type]
-        if kept.get("changes", 0) < 0:  # type: ignore[attr-defined]
-            raise ValueError(f"changes must be a whole number from zero, got {kept!r}")
-        for entry in kept.get("calls", {}).values():  # type: ignore[attr-defined]
-            if not _is_entry(entry):
-                raise ValueError(f"a call must be [result, times, changes], got {entry!r}")
-
-    @override
     @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
         # 0.3 wrote each call as "result:times:changes"; one that reads otherwise was not
@@ -119,15 +110,3 @@ class Stale(Part):
             if times.isdigit() and since.isdigit() and int(times) > 0:
                 calls[call] = [result, int(times), int(since)]
         return {"calls": calls, "changes": changes} if changes else {"calls": calls}
-
-
-def _is_entry(entry: object) -> bool:
-    """Whether a remembered call reads `[result, times, changes]`."""
-    return (
-        type(entry) is list
-        and len(entry) == 3
-        and type(entry[0]) is str
-        and type(entry[1]) is int
-        and type(entry[2]) is int
-        and entry[1] > 0
-    )

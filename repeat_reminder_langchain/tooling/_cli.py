@@ -19,8 +19,8 @@ from contextlib import closing
 from typing import IO, Any, NoReturn
 
 from .. import __version__
-from .._config import THRESHOLDS, ConfigError, ReminderConfig
-from .._detectors import PARTS
+from .._config import ConfigError, ReminderConfig, short_forms
+from .._detectors import DETECTORS
 
 __all__ = ["main"]
 
@@ -134,7 +134,7 @@ def _names(text: str) -> list[str]:
 
 def _detectors(text: str) -> list[str]:
     if text.strip() == "all":
-        return list(PARTS)
+        return list(DETECTORS)
     return _names(text)
 
 
@@ -231,18 +231,16 @@ def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
         "--detect",
         type=_detectors,
         metavar="DETECTOR,...",
-        help=f"repeat (default), {', '.join(list(PARTS)[1:])}, or all",
+        help=f"repeat (default), {', '.join(list(DETECTORS)[1:])}, or all",
     )
     defaults = ReminderConfig()
-    for field in THRESHOLDS:  # each built-in detector's own, by its short form
-        name = field.removesuffix("_thresholds")
-        part = PARTS[name]
-        shown = ",".join(map(str, getattr(defaults, field)))
+    for field, name in short_forms().items():  # each detector's thresholds, by its short form
+        shown = ",".join(map(str, defaults.detector_thresholds(name)))
         add(
             f"--{field.replace('_', '-')}",
             type=_numbers,
             metavar="N,...",
-            help=f"{part.counts} that draw a {name} reminder (default {shown})",
+            help=f"{DETECTORS[name].counts} that draw a {name} reminder (default {shown})",
         )
     add(
         "--error-pattern",
@@ -406,7 +404,7 @@ _THREAD_OPTIONS = ("thread", "since", "limit", "namespace")
 
 _FIELDS = (
     "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
-    *THRESHOLDS, "error_pattern", "not_user",
+    *short_forms(), "error_pattern", "not_user",
     "arguments_preview_chars",
     "escalate_after", "exit_behavior", "message_type", "mode",
 )  # fmt: skip
@@ -434,7 +432,7 @@ def _option_problem(line: str, given: Mapping[str, Any]) -> str:
     """A problem of an option in the words of the command line (a file's names its field)."""
     if line.split(":", maxsplit=1)[0] not in given:
         return line
-    names = "|".join(ReminderConfig.model_fields)
+    names = "|".join([*ReminderConfig.model_fields, *short_forms()])
     return re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-"), line)
 
 

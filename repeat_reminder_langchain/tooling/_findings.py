@@ -7,12 +7,12 @@ Plain records, filled by `audit.Auditor` and read by the text (`tables`), the HT
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._config import ReminderConfig
-from .._detectors import PARTS
+from .._detectors import DETECTORS
 
 __all__ = [
     "Audit",
@@ -323,7 +323,7 @@ class Audit:
 
 def failing(detectors: Iterable[str]) -> list[str]:
     """Of `detectors`, the ones that count failures only: blind where none can be seen."""
-    return [name for name in detectors if PARTS[name].failures_only]
+    return [name for name in detectors if DETECTORS[name].reads == "failures"]
 
 
 def _plain(tool: ToolAudit) -> dict[str, int]:
@@ -332,12 +332,4 @@ def _plain(tool: ToolAudit) -> dict[str, int]:
 
 def settings(config: ReminderConfig) -> dict[str, Any]:
     """Every field of `config`, as plain JSON data."""
-    found: dict[str, Any] = {}
-    for name in ReminderConfig.model_fields:
-        value = getattr(config, name)
-        if isinstance(value, Mapping):
-            value = {key: list(items) for key, items in value.items()}
-        elif isinstance(value, tuple):
-            value = list(value)
-        found[name] = value
-    return found
+    return config.model_dump(mode="json")

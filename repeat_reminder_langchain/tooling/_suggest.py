@@ -374,7 +374,7 @@ class Sweeper:
         self.suggestion = suggestion
         config = suggestion.config
         fields = {name: getattr(config, name) for name in config.model_fields_set}
-        fields.update(detect=DETECTORS, escalate_after=None)
+        fields.update(detect=tuple(DETECTORS), escalate_after=None)
         fields.pop("exit_behavior", None)
         self._config = ReminderConfig(**fields)
         self._example: dict[str, str] = {}  # per detector, its first flag at `AT`
@@ -416,7 +416,7 @@ class Sweeper:
             if name == "repeat" or not flags:
                 continue
             reasons.append({"detector": name, "flags": flags, "conversations": conversations})
-            if config.detector_settings(name).get("remind", True):
+            if config.detector_settings(name).remind:
                 chosen.append(name)
                 seen = max(seen, conversations)
             else:  # its flags, by its own measure, are mostly not worth a reminder

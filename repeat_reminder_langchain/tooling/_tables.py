@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._config import THRESHOLDS, ReminderConfig
+from .._config import ReminderConfig
 from ._findings import Audit, ConversationAudit, Finding, failing, settings
 from ._suggest import AT, SWEEP, Proposal, Suggestion
 from .lab import LabRun
@@ -43,7 +43,7 @@ def _rules(config: ReminderConfig) -> str:
         "repeat_every",
         "progress",
         "ignore_arguments",
-        *THRESHOLDS,
+        "detectors",
         "error_pattern",
         "escalate_after",
         "exit_behavior",
@@ -54,12 +54,24 @@ def _rules(config: ReminderConfig) -> str:
         value = dumped[name]
         if value == defaults[name]:
             continue
+        if name == "detectors":  # each setting given, as its own rule: "stale thresholds 4"
+            rules += [
+                f"{detector} {setting.replace('_', ' ')} {_listed(given)}"
+                for detector, own in value.items()
+                for setting, given in own.items()
+            ]
+            continue
         if isinstance(value, dict):
             text = "; ".join(f"{tool}: {', '.join(keys)}" for tool, keys in value.items())
         else:
-            text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            text = _listed(value)
         rules.append(f"{name.replace('_', ' ')} {text}")
     return " · ".join(rules)
+
+
+def _listed(value: object) -> str:
+    """A setting's value as a rule says it: a list's items comma-separated."""
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:

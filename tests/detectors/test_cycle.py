@@ -18,62 +18,62 @@ def seen(tool: str, result: str = "same", arguments: str = "{}") -> Seen:
     return Seen(tool, arguments, 1, result, False, result, result, arguments)
 
 
-def counts(part: Cycle, calls: list[Seen]) -> list[int | None]:
-    memory = part.start({})
-    return [part.see(memory, call) for call in calls]
+def counts(detector: Cycle, calls: list[Seen]) -> list[int | None]:
+    memory = detector.start({})
+    return [detector.see(memory, call) for call in calls]
 
 
-# -- the part on its own ----------------------------------------------------------------------
+# -- the detector on its own ----------------------------------------------------------------------
 
 
 def test_a_round_is_counted_by_the_call_that_completes_it() -> None:
     a, b = seen("edit"), seen("run", "IndentationError")
-    assert counts(Cycle(CYCLES, {}), [a, b, a, b, a, b]) == [None, None, None, 2, None, 3]
+    assert counts(Cycle(Cycle.settings()), [a, b, a, b, a, b]) == [None, None, None, 2, None, 3]
 
 
 @pytest.mark.parametrize("period", [3, 4])
 def test_sequences_of_three_and_four_calls_are_cycles(period: int) -> None:
     block = [seen(f"step{n}") for n in range(period)]
-    found = counts(Cycle(CYCLES, {}), block * 3)
+    found = counts(Cycle(Cycle.settings()), block * 3)
     assert found[period * 2 - 1 :: period] == [2, 3]
     assert [n for n in found if n is not None] == [2, 3]
 
 
 def test_one_call_repeated_is_not_a_cycle_but_a_repeat() -> None:
-    assert counts(Cycle(CYCLES, {}), [seen("grep")] * 8) == [None] * 8
+    assert counts(Cycle(Cycle.settings()), [seen("grep")] * 8) == [None] * 8
 
 
 def test_a_new_result_anywhere_in_the_round_breaks_the_cycle() -> None:
     a, b, b2 = seen("edit"), seen("run", "fails"), seen("run", "passes")
-    assert counts(Cycle(CYCLES, {}), [a, b, a, b2, a, b]) == [None] * 6
+    assert counts(Cycle(Cycle.settings()), [a, b, a, b2, a, b]) == [None] * 6
 
 
 def test_a_cycle_of_two_calls_is_counted_as_two_not_four() -> None:
     # A B A B A B A B repeats every 2 calls and every 4: the shortest sequence is the cycle.
     a, b = seen("edit"), seen("run")
-    assert counts(Cycle(CYCLES, {}), [a, b] * 4) == [None, None, None, 2, None, 3, None, 4]
+    assert counts(Cycle(Cycle.settings()), [a, b] * 4) == [None, None, None, 2, None, 3, None, 4]
 
 
 def test_the_reminder_lists_the_calls_of_one_round() -> None:
-    part = Cycle(CYCLES, {})
-    memory = part.start({})
+    detector = Cycle(Cycle.settings())
+    memory = detector.start({})
     for call in [seen("edit", "", '{"line":3}'), seen("run", "IndentationError")] * 2:
-        part.see(memory, call)
-    assert part.details(memory, lambda text: text[:6]) == {
+        detector.see(memory, call)
+    assert detector.details(memory, lambda text: text[:6]) == {
         "evidence": '  1. edit {"line\n  2. run {}'
     }
 
 
 def test_the_memory_is_kept_between_turns_and_read_back() -> None:
-    part = Cycle(CYCLES, {})
-    memory = part.start({})
+    detector = Cycle(Cycle.settings())
+    memory = detector.start({})
     a, b = seen("edit"), seen("run")
     for call in [a, b, a]:
-        part.see(memory, call)
-    kept = part.keep(memory)
+        detector.see(memory, call)
+    kept = detector.keep(memory)
     assert len(kept["calls"]) == 3 and kept["runs"] == [1, 0, 0]
-    assert part.see(part.start(kept), b) == 2
-    assert part.keep(part.start({})) == {"calls": []}  # no run: no runs kept
+    assert detector.see(detector.start(kept), b) == 2
+    assert detector.keep(detector.start({})) is None  # nothing seen: nothing kept
 
 
 @pytest.mark.parametrize(

@@ -6,62 +6,69 @@ It has thresholds of its own and an option of its own, both reaching it by its n
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from langchain.agents import create_agent
 from typing_extensions import override
 
+import repeat_reminder_langchain
 from repeat_reminder_langchain import ConfigError, ReminderConfig, RepeatToolReminderMiddleware
-from repeat_reminder_langchain._detectors import PARTS, Part, Seen, Settings, Words
+from repeat_reminder_langchain._detectors import DETECTORS, Detector, Seen, Settings, Words
 
 from ..helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
 
 
-class SameTool(Part):
+class SameToolSettings(Settings):
+    thresholds: tuple[int, ...] = (4,)  # its own default, over every detector's (3)
+    count_failures: bool = True
+
+
+@dataclass(slots=True)
+class SameToolMemory:
+    tool: str = ""
+    keys: list[str] = field(default_factory=list)
+
+
+class SameTool(Detector):
     """The same tool again and again, whatever the arguments."""
 
     name = "same_tool"
-    settings: ClassVar[Mapping[str, Any]] = {"thresholds": (4,), "count_failures": True}
+    settings = SameToolSettings
+    memory = SameToolMemory
     says: ClassVar[Mapping[str, Any]] = {"variants": 2}  # what `details` gives, with a sample
-    remembers = True
     words = Words(
         gentle="You have called `{tool}` {count} times in a row ({variants} argument sets).",
         detailed="- tool: {tool}\n- calls_in_a_row: {count}\nTry another tool, or finish.",
         stopped="the same tool",
     )
 
-    def __init__(self, config: Settings, settings: Mapping[str, Any]) -> None:
-        # Its own settings, resolved: the defaults above under what the user gave.
-        self.count_failures = settings["count_failures"]
-
     @override
-    def start(self, kept: Mapping[str, Any]) -> dict[str, Any]:
-        return {"tool": kept.get("tool", ""), "keys": list(kept.get("keys", []))}
-
-    @override
-    def see(self, memory: dict[str, Any], seen: Seen) -> int | None:
-        if seen.failed and not self.count_failures:
+    def see(self, memory: SameToolMemory, seen: Seen) -> int | None:
+        if seen.failed and not self.options.count_failures:
             return None  # left out: it neither counts nor breaks the run
-        if memory["tool"] != seen.tool:
-            memory["tool"], memory["keys"] = seen.tool, []
-        memory["keys"].append(seen.key[:8])
-        return len(memory["keys"])
+        if memory.tool != seen.tool:
+            memory.tool, memory.keys = seen.tool, []
+        memory.keys.append(seen.key[:8])
+        return len(memory.keys)
 
     @override
-    def keep(self, memory: dict[str, Any]) -> dict[str, Any]:
-        return memory
-
-    @override
-    def details(self, memory: dict[str, Any], cut: Callable[[str], str]) -> Mapping[str, Any]:
-        return {"variants": len(set(memory["keys"]))}
+    def details(self, memory: SameToolMemory, cut: Callable[[str], str]) -> Mapping[str, Any]:
+        return {"variants": len(set(memory.keys))}
 
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(PARTS, SameTool.name, SameTool)  # last: the lowest precedence
+    monkeypatch.setitem(DETECTORS, SameTool.name, SameTool)  # last: the lowest precedence
 
 
 def run(guard: RepeatToolReminderMiddleware, queries: str) -> list[Any]:
@@ -81,10 +88,9 @@ def test_a_registered_detector_is_configured_by_its_name(registered: None) -> No
     gentle = next(m for m in messages if m.name == "repeat_tool_reminder")
     assert "You have called `probe` 2 times in a row (2 argument sets)." in gentle.text
     assert guard.stats.snapshot()["detectors"] == {"same_tool": {"delivered": 2, "undelivered": 0}}
-    assert guard.config.detector_settings("same_tool") == {
-        "thresholds": (2, 3),
-        "count_failures": True,
-    }
+    assert guard.config.detector_settings("same_tool") == SameToolSettings(
+        thresholds=(2, 3), count_failures=True
+    )
 
 
 def test_a_registered_detector_keeps_its_own_defaults(registered: None) -> None:
@@ -107,8 +113,9 @@ def test_a_registered_detectors_own_option_reaches_it(registered: None) -> None:
     ("fields", "problem"),
     [
         (
-            {"detectors": {"same_tool": {"count_failures": "no"}}},
-            "detectors: same_tool.count_failures: must be a bool, got 'no'",
+            {"detectors": {"same_tool": {"count_failures": "perhaps"}}},
+            "detectors: same_tool.count_failures: Input should be a valid boolean, unable to "
+            "interpret input, got 'perhaps'",
         ),
         (
             {"detectors": {"same_tool": {"count_failure": False}}},
@@ -143,31 +150,161 @@ def test_an_unregistered_detector_is_a_config_error() -> None:
         ReminderConfig(detectors={"same_tool": {}})
 
 
+class PatternSettings(SameToolSettings):
+    pattern: str = "(?!)"
+
+
 class SameFailingTool(SameTool):
-    """The same tool failing again and again: its results match `error_pattern`."""
+    """The same tool failing again and again: its results match its own pattern."""
 
     name = "same_failing_tool"
+    settings = PatternSettings
 
-    def __init__(self, config: Settings, settings: Mapping[str, Any]) -> None:
-        # What a detector needs of the configuration it compiles once, when the guard is built.
-        super().__init__(config, settings)
-        self.pattern = re.compile(config.error_pattern or "(?!)")
+    def __init__(self, settings: PatternSettings) -> None:
+        # What a detector needs of its settings it compiles once, when the guard is built.
+        super().__init__(settings)
+        self.pattern = re.compile(settings.pattern)
 
     @override
-    def see(self, memory: dict[str, Any], seen: Seen) -> int | None:
+    def see(self, memory: SameToolMemory, seen: Seen) -> int | None:
         if not self.pattern.search(seen.text):
             return None  # no failure: nothing to count
         return super().see(memory, seen)
 
 
-def test_a_registered_detector_is_built_from_the_guards_configuration(
+def test_a_registered_detector_compiles_its_own_settings_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(PARTS, SameFailingTool.name, SameFailingTool)
+    monkeypatch.setitem(DETECTORS, SameFailingTool.name, SameFailingTool)
     guard = RepeatToolReminderMiddleware(
         detect=["same_failing_tool"],
-        error_pattern="^probed [ab]",
-        detectors={"same_failing_tool": {"thresholds": [3]}},
+        detectors={"same_failing_tool": {"thresholds": [3], "pattern": "^probed [ab]"}},
     )
-    # `c` did not match the guard's pattern: the count went on from two to three at the last.
+    # `c` did not match the pattern: the count went on from two to three at the last.
     assert reminders(run(guard, "abca")) == [("gentle", "probe", 3)]
+
+
+def test_options_are_read_as_the_settings_model_declares_them(registered: None) -> None:
+    # A list where a tuple is declared, "yes" where a bool is: as pydantic reads a model.
+    config = ReminderConfig(
+        detect=["same_tool"],
+        detectors={"same_tool": {"thresholds": [5, 2], "count_failures": "no"}},
+    )
+    assert config.detector_settings("same_tool") == SameToolSettings(
+        thresholds=(2, 5), count_failures=False
+    )
+
+
+# -- a detector shipped in the package: its module and its registry entry, nothing else --------
+
+_SHIPPED = '''\
+"""`same_tool`: one tool called again and again, whatever the arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import StrictBool
+
+from ._detector import Detector, Seen, Settings, Words
+
+
+class _Settings(Settings):
+    thresholds: tuple[int, ...] = (4,)
+    count_failures: StrictBool = True
+
+
+@dataclass(slots=True)
+class _Run:
+    tool: str = ""
+    calls: int = 0
+
+
+class SameTool(Detector):
+    name = "same_tool"
+    counts = "calls of one tool in a row"
+    settings = _Settings
+    memory = _Run
+    words = Words(
+        gentle="`{tool}` again, {count} times in a row.",
+        detailed="- tool: {tool}\\n- calls_in_a_row: {count}",
+        stopped="the same tool",
+    )
+
+    def see(self, memory: _Run, seen: Seen) -> int | None:
+        if seen.failed and not self.options.count_failures:
+            return None
+        memory.calls = memory.calls + 1 if memory.tool == seen.tool else 1
+        memory.tool = seen.tool
+        return memory.calls
+'''
+
+_RUN = """\
+import json, sys
+from pathlib import Path
+
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+
+import repeat_reminder_langchain
+from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderMiddleware
+from repeat_reminder_langchain._config import short_forms
+from tests.helpers import ask, assert_adjacent, call, probe, reminders, scripted, turn
+
+settings = Path(sys.argv[1])
+settings.write_text(
+    'detect = ["repeat", "same_tool"]\\n[detectors.same_tool]\\nthresholds = [2, 3]\\n'
+)
+guard = RepeatToolReminderMiddleware(config=ReminderConfig.from_file(settings))
+agent = create_agent(
+    scripted([turn(call("probe", {"q": q})) for q in "abc"]),
+    tools=[probe],
+    middleware=[guard],
+    checkpointer=InMemorySaver(),
+)
+thread = {"configurable": {"thread_id": "t"}}
+messages = agent.invoke(ask(), thread)["messages"]
+assert_adjacent(messages)
+record = agent.get_state(thread).values["repeat_tool_reminder"][guard.name]
+print(json.dumps({
+    "package": repeat_reminder_langchain.__file__,
+    "reminders": reminders(messages),
+    "memory": record["detectors"]["same_tool"],
+    "short": short_forms().get("same_tool_thresholds"),
+    "default": ReminderConfig(detect=["same_tool"]).detector_thresholds("same_tool"),
+}))
+"""
+
+
+def test_a_detector_shipped_in_the_package_is_its_module_and_a_registry_entry(
+    tmp_path: Path,
+) -> None:
+    package = Path(repeat_reminder_langchain.__file__).parent
+    copy = tmp_path / "site" / "repeat_reminder_langchain"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "_detectors" / "same_tool.py").write_text(_SHIPPED)
+    registry = copy / "_detectors" / "__init__.py"
+    text = registry.read_text()
+    text = text.replace("from .stale import", "from .same_tool import SameTool\nfrom .stale import")
+    text = text.replace("Cycle, SameOutput)", "Cycle, SameOutput, SameTool)")
+    assert text.count("SameTool") == 2  # the import, and the entry: nothing else
+    registry.write_text(text)
+    root = Path(__file__).parents[2]  # for `tests.helpers`, after the copy of the package
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN, str(tmp_path / "settings.toml")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(copy.parent), str(root)])},
+        cwd=tmp_path,  # not the checkout: `python -c` imports from where it runs first
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["package"] == str(copy / "__init__.py")
+    # Configured by its name from the file; its memory kept in the checkpoint.
+    assert found["reminders"] == [["gentle", "probe", 2], ["detailed", "probe", 3]]
+    assert found["memory"] == {"tool": "probe", "calls": 3}
+    # Its thresholds' short form and its default come from its declarations alone.
+    assert found["short"] == "same_tool"
+    assert found["default"] == [4]

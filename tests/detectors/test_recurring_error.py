@@ -21,39 +21,39 @@ def seen(key: str = "k", text: str = "Error: card declined", tool: str = "book")
     return Seen(tool, key, 1, text, text.startswith("Error"), text)
 
 
-# -- the part on its own ----------------------------------------------------------------------
+# -- the detector on its own ----------------------------------------------------------------------
 
 
 def test_the_part_counts_one_calls_failures_with_one_error() -> None:
-    part = RecurringError(RECURRING, {})
-    memory = part.start({})
-    assert part.see(memory, seen("a")) == 1
-    assert part.see(memory, seen("b")) == 1  # another call: a count of its own
-    assert part.see(memory, seen("x", "found 3 flights", tool="search")) is None
-    assert part.see(memory, seen("a")) == 2  # the search between changes nothing
-    assert part.see(memory, seen("a", "Error: seat taken")) == 1  # another error
-    assert part.details(memory, lambda text: text[:8]) == {"error": "Error: s"}
+    detector = RecurringError(RecurringError.settings())
+    memory = detector.start({})
+    assert detector.see(memory, seen("a")) == 1
+    assert detector.see(memory, seen("b")) == 1  # another call: a count of its own
+    assert detector.see(memory, seen("x", "found 3 flights", tool="search")) is None
+    assert detector.see(memory, seen("a")) == 2  # the search between changes nothing
+    assert detector.see(memory, seen("a", "Error: seat taken")) == 1  # another error
+    assert detector.details(memory, lambda text: text[:8]) == {"error": "Error: s"}
 
 
 def test_a_success_of_the_call_forgets_its_failures() -> None:
-    part = RecurringError(RECURRING, {})
-    memory = part.start({})
-    part.see(memory, seen("a"))
-    part.see(memory, seen("a"))
-    assert part.see(memory, seen("a", "booked")) is None
-    assert part.keep(memory) is None  # nothing failing: nothing kept
-    assert part.see(memory, seen("a")) == 1
+    detector = RecurringError(RecurringError.settings())
+    memory = detector.start({})
+    detector.see(memory, seen("a"))
+    detector.see(memory, seen("a"))
+    assert detector.see(memory, seen("a", "booked")) is None
+    assert detector.keep(memory) is None  # nothing failing: nothing kept
+    assert detector.see(memory, seen("a")) == 1
 
 
 def test_it_remembers_the_latest_failing_calls_only() -> None:
-    part = RecurringError(RECURRING, {})
-    memory = part.start({})
+    detector = RecurringError(RecurringError.settings())
+    memory = detector.start({})
     for n in range(CALLS + 1):
-        part.see(memory, seen(str(n)))
-    kept = part.keep(memory)
+        detector.see(memory, seen(str(n)))
+    kept = detector.keep(memory)
     assert kept is not None and len(kept["calls"]) == CALLS
-    assert part.see(part.start(kept), seen("0")) == 1  # the least recent was forgotten
-    assert part.see(part.start(kept), seen(str(CALLS))) == 2
+    assert detector.see(detector.start(kept), seen("0")) == 1  # the least recent was forgotten
+    assert detector.see(detector.start(kept), seen(str(CALLS))) == 2
 
 
 @pytest.mark.parametrize(
@@ -152,35 +152,37 @@ def test_numbers_the_call_did_not_send_are_part_of_the_cause() -> None:
 
 
 def test_arguments_that_are_not_json_set_nothing_aside() -> None:
-    part = RecurringError(RECURRING, {"by": "cause"})
-    memory = part.start({})
+    detector = RecurringError(RecurringError.settings(by="cause"))
+    memory = detector.start({})
     text = "Error: total price is 1002, but paid 957"
     between = Seen("other", "j", 1, "ok", False, "ok")
-    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 1
-    assert part.see(memory, between) is None
-    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 2
+    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 1
+    assert detector.see(memory, between) is None
+    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 2
     # Lists, nested objects, strings that are numbers are walked; a flag is no number.
     sent = Seen("book", "m", 1, text, True, text, "", '{"amounts": [957, true]}')
-    assert part.see(memory, sent) == 1  # "paid 957" set aside: another cause than above
-    assert part.see(memory, between) is None
+    assert detector.see(memory, sent) == 1  # "paid 957" set aside: another cause than above
+    assert detector.see(memory, between) is None
     again = Seen("book", "n", 1, text, True, text, "", '{"x": {"paid": "957"}}')
-    assert part.see(memory, again) == 2
+    assert detector.see(memory, again) == 2
 
 
 def test_a_cause_forgotten_starts_over_even_right_after_itself() -> None:
-    part = RecurringError(RECURRING, {"by": "cause"})
-    memory = part.start({})
+    detector = RecurringError(RecurringError.settings(by="cause"))
+    memory = detector.start({})
     text = "Error: sold out"
-    assert part.see(memory, Seen("book", "k", 1, text, True, text, "", "{}")) == 1
+    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "{}")) == 1
     memory.calls.clear()  # forgotten (the least recent go first), though seen last
-    assert part.see(memory, Seen("book", "j", 1, text, True, text, "", "{}")) == 1
-    kept = part.keep(memory)
+    assert detector.see(memory, Seen("book", "j", 1, text, True, text, "", "{}")) == 1
+    kept = detector.keep(memory)
     assert kept is not None and all(entry[1] > 0 for entry in kept["calls"].values())
 
 
 @pytest.mark.parametrize("value", ["tool", 1, None])
 def test_by_takes_call_or_cause(value: object) -> None:
-    with pytest.raises(ConfigError, match=r"recurring_error\.by: must be 'call' or 'cause'"):
+    with pytest.raises(
+        ConfigError, match=r"recurring_error\.by: Input should be 'call' or 'cause', got "
+    ):
         ReminderConfig(detect=["recurring_error"], detectors={"recurring_error": {"by": value}})
 
 

@@ -7,7 +7,7 @@ import string
 import pytest
 
 from repeat_reminder_langchain import ConfigError, Escalation, Reminder, ReminderConfig
-from repeat_reminder_langchain._detectors import DETECTORS, PARTS, Seen
+from repeat_reminder_langchain._detectors import DETECTORS, Seen
 from repeat_reminder_langchain._detectors.repeat import Repeat
 from repeat_reminder_langchain._reminder import word_fields
 
@@ -15,12 +15,14 @@ from ..helpers import c, play
 
 
 def test_the_part_counts_the_counters_streak_and_keeps_no_memory() -> None:
-    part = Repeat(ReminderConfig(), {})
-    memory = part.start({"count": 4})
+    detector = Repeat(Repeat.settings())
+    memory = detector.start({"count": 4})
     assert memory is None
-    assert part.see(memory, Seen("probe", "k", 4)) == 4  # no result needed: known before it runs
-    assert part.keep(memory) is None
-    assert part.details(memory, str) == {}
+    assert (
+        detector.see(memory, Seen("probe", "k", 4)) == 4
+    )  # no result needed: known before it runs
+    assert detector.keep(memory) is None
+    assert detector.details(memory, str) == {}
 
 
 def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
@@ -32,14 +34,21 @@ def test_repeat_reminds_by_the_tools_rules_repeat_every_included() -> None:
 
 
 def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
-    assert DETECTORS == ("repeat", "same_error", "recurring_error", "stale", "cycle", "same_output")
+    assert tuple(DETECTORS) == (
+        "repeat",
+        "same_error",
+        "recurring_error",
+        "stale",
+        "cycle",
+        "same_output",
+    )
     # What each one's words name beside the count is what it says (`says`), and no more.
     for name in DETECTORS:
-        words = PARTS[name].words
+        words = DETECTORS[name].words
         for level, text in (("gentle", words.gentle), ("detailed", words.detailed)):
             named = {field for _, field, _, _ in string.Formatter().parse(text) if field}
             assert named <= set(word_fields(name, level)), (name, level)
-    assert all(PARTS[name].name == name for name in DETECTORS)
+    assert all(DETECTORS[name].name == name for name in DETECTORS)
     # `detect=` takes them in any order and keeps the registry's.
     assert ReminderConfig(detect=["stale", "repeat"]).detect == ("repeat", "stale")
     with pytest.raises(ConfigError, match=r"detect: unknown detector 'stael'.*stale"):
@@ -48,8 +57,8 @@ def test_the_registry_names_every_detector_once_in_precedence_order() -> None:
 
 @pytest.mark.parametrize("name", DETECTORS)
 def test_each_detectors_words_are_its_own(name: str) -> None:
-    words = PARTS[name].words
-    says = PARTS[name].says
+    words = DETECTORS[name].words
+    says = DETECTORS[name].says
     gentle = Reminder("probe", 3, "gentle", "{}", detector=name, details=says)
     detailed = Reminder("probe", 5, "detailed", "{}", detector=name, details=says)
     fields = {"tool": "probe", "arguments": "{}", **says}

@@ -20,46 +20,50 @@ def failed(key: str = "k", text: str = "Error: no", *, marked: bool = False) -> 
     return Seen("probe", key, 1, text, marked or text.startswith("Error"), text)
 
 
-# -- the part on its own ----------------------------------------------------------------------
+# -- the detector on its own ----------------------------------------------------------------------
 
 
 def test_the_part_counts_failures_with_one_error_and_keeps_its_memory_alone() -> None:
-    part = SameError(ERRORS, {})
-    memory = part.start({})
-    assert part.see(memory, failed("a")) == 1
-    assert part.see(memory, failed("b")) == 2  # other arguments, the same error
-    assert part.see(memory, failed("c", "boom", marked=True)) == 1  # another error
-    assert part.details(memory, lambda text: text[:2]) == {
+    detector = SameError(SameError.settings())
+    memory = detector.start({})
+    assert detector.see(memory, failed("a")) == 1
+    assert detector.see(memory, failed("b")) == 2  # other arguments, the same error
+    assert detector.see(memory, failed("c", "boom", marked=True)) == 1  # another error
+    assert detector.details(memory, lambda text: text[:2]) == {
         "error": "bo",
         "variants": 1,
         "varied": "",
     }
-    kept = part.keep(memory)
+    kept = detector.keep(memory)
     assert kept is not None
     assert sorted(kept) == ["error", "failures", "tool", "variants"]
-    assert part.see(part.start(kept), failed("d", "boom", marked=True)) == 2  # read back
-    assert part.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
-    assert part.keep(memory) is None
+    assert detector.see(detector.start(kept), failed("d", "boom", marked=True)) == 2  # read back
+    assert detector.see(memory, failed("d", "fine")) is None  # no failure: the streak ends
+    assert detector.keep(memory) is None
 
 
 def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak() -> None:
-    part = SameError(ERRORS, {})
-    memory = part.start({})
-    part.see(memory, failed("a"))
-    part.see(memory, failed("b"))
-    kept = part.after_user(part.keep(memory) or {})
-    assert kept["spoke"] is True and part.keep(part.start(kept)) == kept  # kept until a call
-    assert part.see(part.start(kept), failed("a")) == 3  # it failed with these before
-    assert part.see(part.start(kept), failed("c")) == 1  # new arguments after the user: news
+    detector = SameError(SameError.settings())
+    memory = detector.start({})
+    detector.see(memory, failed("a"))
+    detector.see(memory, failed("b"))
+    kept = detector.after_user(detector.keep(memory) or {})
+    assert (
+        kept["spoke"] is True and detector.keep(detector.start(kept)) == kept
+    )  # kept until a call
+    assert detector.see(detector.start(kept), failed("a")) == 3  # it failed with these before
+    assert (
+        detector.see(detector.start(kept), failed("c")) == 1
+    )  # new arguments after the user: news
     read_record({"detectors": {"same_error": kept}})
-    with pytest.raises(RecordError, match="spoke must be a bool"):
+    with pytest.raises(RecordError, match="spoke: Input should be a valid boolean, got 'yes'"):
         read_record({"detectors": {"same_error": {**kept, "spoke": "yes"}}})
 
 
 def test_a_stored_failure_count_that_is_not_a_whole_number_is_rejected() -> None:
     # A count the guard did not write starts the streak over instead of counting on from it.
     kept = {"tool": "probe", "error": "e" * 32, "failures": 2.0}
-    with pytest.raises(RecordError, match=r"failures must be a int, got 2\.0$"):
+    with pytest.raises(RecordError, match=r"failures: Input should be a valid integer, got 2\.0$"):
         read_record({"detectors": {"same_error": kept}})
 
 

@@ -23,42 +23,43 @@ def seen(key: str = "k", text: str = OUTPUT, tool: str = "bash") -> Seen:
     return Seen(tool, key, 1, text, text.startswith("Error"), text, digest(text))
 
 
-# -- the part on its own ----------------------------------------------------------------------
+# -- the detector on its own ----------------------------------------------------------------------
 
 
 def test_the_part_counts_one_tools_calls_returning_one_output_from_new_arguments() -> None:
-    part = SameOutput(SAME_OUTPUT, {})
-    memory = part.start({})
-    assert part.see(memory, seen("a")) is None  # one argument set: the same call again
-    assert part.see(memory, seen("a")) is None
-    assert part.see(memory, seen("b")) == 3  # every call that returned it counts
-    assert part.see(memory, seen("x", "y" * MIN_OUTPUT)) is None  # another output between
-    assert part.see(memory, seen("c")) == 4
-    assert part.see(memory, seen("d", tool="python")) is None  # another tool: its own
-    assert part.details(memory, lambda text: text[:9]) == {"evidence": "Traceback", "variants": 3}
+    detector = SameOutput(SameOutput.settings())
+    memory = detector.start({})
+    assert detector.see(memory, seen("a")) is None  # one argument set: the same call again
+    assert detector.see(memory, seen("a")) is None
+    assert detector.see(memory, seen("b")) == 3  # every call that returned it counts
+    assert detector.see(memory, seen("x", "y" * MIN_OUTPUT)) is None  # another output between
+    assert detector.see(memory, seen("c")) == 4
+    assert detector.see(memory, seen("d", tool="python")) is None  # another tool: its own
+    details = detector.details(memory, lambda text: text[:9])
+    assert details == {"evidence": "Traceback", "variants": 3}
 
 
 def test_short_outputs_and_failures_are_not_counted() -> None:
-    part = SameOutput(SAME_OUTPUT, {})
-    memory = part.start({})
+    detector = SameOutput(SameOutput.settings())
+    memory = detector.start({})
     short = " " * MIN_OUTPUT + "x" * (MIN_OUTPUT - 1)  # long, but short once stripped
     failure = "Error: " + "x" * MIN_OUTPUT
     for key in "abc":
-        assert part.see(memory, seen(key, short)) is None
-        assert part.see(memory, seen(key, failure)) is None  # same_error's
-        assert part.see(memory, seen(key, "[]")) is None
-    assert part.keep(memory) is None  # nothing counted: nothing kept
+        assert detector.see(memory, seen(key, short)) is None
+        assert detector.see(memory, seen(key, failure)) is None  # same_error's
+        assert detector.see(memory, seen(key, "[]")) is None
+    assert detector.keep(memory) is None  # nothing counted: nothing kept
 
 
 def test_it_remembers_the_latest_outputs_only() -> None:
-    part = SameOutput(SAME_OUTPUT, {})
-    memory = part.start({})
+    detector = SameOutput(SameOutput.settings())
+    memory = detector.start({})
     for n in range(OUTPUTS + 1):
-        part.see(memory, seen("a", f"{n:>3} {OUTPUT}"))
-    kept = part.keep(memory)
+        detector.see(memory, seen("a", f"{n:>3} {OUTPUT}"))
+    kept = detector.keep(memory)
     assert kept is not None and len(kept["outputs"]) == OUTPUTS
-    assert part.see(part.start(kept), seen("b", f"{0:>3} {OUTPUT}")) is None  # forgotten
-    assert part.see(part.start(kept), seen("b", f"{OUTPUTS:>3} {OUTPUT}")) == 2
+    assert detector.see(detector.start(kept), seen("b", f"{0:>3} {OUTPUT}")) is None  # forgotten
+    assert detector.see(detector.start(kept), seen("b", f"{OUTPUTS:>3} {OUTPUT}")) == 2
 
 
 @pytest.mark.parametrize(
@@ -169,5 +170,7 @@ def test_a_detector_that_reports_gives_way_to_one_that_reminds() -> None:
 
 @pytest.mark.parametrize("value", [1, "yes", None])
 def test_remind_takes_true_or_false(value: object) -> None:
-    with pytest.raises(ConfigError, match=r"detectors: same_output\.remind: must be True or False"):
+    with pytest.raises(
+        ConfigError, match=r"detectors: same_output\.remind: Input should be a valid boolean, got "
+    ):
         ReminderConfig(detect=["same_output"], detectors={"same_output": {"remind": value}})

@@ -20,32 +20,32 @@ def seen(tool: str = "probe", key: str = "k", text: str = "r", outcome: str = ""
     return Seen(tool, key, 1, text, False, text, outcome or f"digest-of-{text}")
 
 
-# -- the part on its own ----------------------------------------------------------------------
+# -- the detector on its own ----------------------------------------------------------------------
 
 
 def test_the_part_counts_one_calls_identical_results_and_keeps_its_memory_alone() -> None:
-    part = Stale(STALE, {})
-    memory = part.start({})
-    assert [part.see(memory, seen()) for _ in range(3)] == [1, 2, 3]
-    assert part.see(memory, seen(key="other")) == 1
-    assert part.see(memory, seen(text=" \n")) is None  # an empty result says nothing
-    kept = part.keep(memory)
+    detector = Stale(Stale.settings())
+    memory = detector.start({})
+    assert [detector.see(memory, seen()) for _ in range(3)] == [1, 2, 3]
+    assert detector.see(memory, seen(key="other")) == 1
+    assert detector.see(memory, seen(text=" \n")) is None  # an empty result says nothing
+    kept = detector.keep(memory)
     assert sorted(kept) == ["calls"]  # no change seen: no `changes`
     assert [times for _, times, _ in kept["calls"].values()] == [3, 1]  # plain values
-    assert part.start(kept).calls == kept["calls"]
-    assert part.details(memory, str) == {}
+    assert detector.start(kept).calls == kept["calls"]
+    assert detector.details(memory, str) == {}
 
 
 def test_the_part_starts_every_count_over_when_a_call_returns_something_new() -> None:
-    part = Stale(STALE, {})
-    memory = part.start({})
-    part.see(memory, seen(key="a"))
-    part.see(memory, seen(key="b", text="one"))
-    assert part.see(memory, seen(key="b", text="two")) == 1
-    assert part.see(memory, seen(key="a")) == 1  # read before the change: a check, not a loop
-    kept = part.keep(memory)
+    detector = Stale(Stale.settings())
+    memory = detector.start({})
+    detector.see(memory, seen(key="a"))
+    detector.see(memory, seen(key="b", text="one"))
+    assert detector.see(memory, seen(key="b", text="two")) == 1
+    assert detector.see(memory, seen(key="a")) == 1  # read before the change: a check, not a loop
+    kept = detector.keep(memory)
     assert kept["changes"] == 1
-    assert part.start(kept).changes == 1
+    assert detector.start(kept).changes == 1
 
 
 # -- through the counter ----------------------------------------------------------------------
@@ -72,7 +72,7 @@ def test_a_call_remembered_with_another_result_or_before_a_change_counts_from_on
 ) -> None:
     record = play([[c(result="r")]], STALE)[0]
     ((call, (result, _, _)),) = record["detectors"]["stale"]["calls"].items()
-    entry = [result if part == "{r}" else part for part in entry]
+    entry = [result if detector == "{r}" else detector for detector in entry]
     stored: Record = {**record, "detectors": {"stale": {"calls": {call: entry}}}}
     kept = count(stored, "t2", [c(result="r")], STALE)
     assert list(kept.reminders) == []  # one time, not two

@@ -398,28 +398,43 @@ def test_reminders_say_which_detector_fired_in_events_and_stats(guarded: Make) -
 
 @pytest.mark.parametrize("face", ["state", "middleware"])
 def test_the_state_kept_stays_small_with_every_detector_on(face: str, thread: str) -> None:
+    # Every memory filled: 240 calls with new arguments, long ones, half of them failing
+    # with errors of their own, the other half returning one of 20 outputs.
     @tool
-    def read(path: str) -> str:
+    def read(path: str, pad: str) -> str:
         """Read a file."""
-        return "x" * 100_000
+        return f"contents shared by many files: {int(path.split('-')[1]) % 20:03d} " * 3
+
+    @tool
+    def run(command: str) -> str:
+        """Run a command."""
+        return f"Error: {command[:16]} failed, with a long message of its own " * 4
 
     script = [
-        turn(call("read", {"path": f"file-{n}.txt", "pad": "p" * 10_000})) for n in range(100)
+        turn(
+            call("read", {"path": f"file-{n}", "pad": "p" * 10_000}),
+            call("run", {"command": f"make target-{n} " + "x" * 2_000}),
+        )
+        for n in range(120)
     ]
     agent = build(
         face,
         scripted(script),
-        tools=[read],
+        tools=[read, run],
         checkpointer=InMemorySaver(),
         detect=list(DETECTORS),
-        error_pattern="never",
+        error_pattern="^Error",
     )
     agent.invoke(ask(), thread)
 
     stored = agent.state(thread)["repeat_tool_reminder"]
-    assert len(json.dumps(stored)) <= 4096
     mine = stored[agent.guard.name] if face == "middleware" else stored
-    assert len(mine["detectors"]["stale"]["calls"]) == 64
+    # The budget is per detector: one more adds its own memory, bounded as each one is.
+    memories = mine.pop("detectors")
+    assert set(memories) == set(DETECTORS) - {"repeat"}  # each one's memory is in it
+    assert all(len(json.dumps(memory)) <= 4096 for memory in memories.values()), memories
+    assert len(json.dumps(mine)) <= 512
+    assert len(memories["stale"]["calls"]) == 64
 
 
 def test_detector_settings_fail_loud() -> None:

@@ -641,13 +641,13 @@ def test_the_table_says_which_rules_it_counted_by(
     b = write(tmp_path, "b.json", json.dumps(GUARDED))
     argv = ["audit", a, b, "--thresholds", "2,4", "--repeat-every", "2", "--exclude", "read_*"]
     argv += ["--ignore-arguments", "job_status=trace,x", "--progress", "result"]
-    argv += ["--detect", "repeat,stale", "--error-pattern", "E"]
+    argv += ["--detect", "repeat,stale", "--error-pattern", "E", "--stale-thresholds", "4,6"]
 
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
         "2 conversations · 19 tool calls · 2 files · thresholds 2, 4 · detect repeat, stale · "
         "exclude read_* · repeat every 2 · progress result · ignore arguments job_status: "
-        "trace, x · error pattern E"
+        "trace, x · stale thresholds 4, 6 · error pattern E"
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from repeat_reminder_langchain import ReminderConfig, __version__
+from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
@@ -164,13 +165,14 @@ def test_every_guard_option_reaches_the_config(
         "ignore_arguments": {"job_status": ["trace_id", "span", "more"], "x": ["y"]},
         "progress": "result",
         "mode": "remind",
-        "detect": ["repeat", "same_error", "recurring_error", "stale", "cycle", "same_output"],
-        "detectors": {},
-        "stale_thresholds": [4],
-        "same_error_thresholds": [2, 6],
-        "recurring_error_thresholds": [4],
-        "cycle_thresholds": [2],
-        "same_output_thresholds": [5],
+        "detect": list(DETECTORS),
+        "detectors": {
+            "stale": {"thresholds": [4]},
+            "same_error": {"thresholds": [2, 6]},
+            "recurring_error": {"thresholds": [4]},
+            "cycle": {"thresholds": [2]},
+            "same_output": {"thresholds": [5]},
+        },
         "error_pattern": "^Error",
         "not_user": "EXACTLY ONE",
         "escalate_after": 7,
