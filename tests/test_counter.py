@@ -419,6 +419,21 @@ def test_the_error_pattern_makes_a_returned_error_a_failure_for_every_part(
     assert play(turns, patterned)[1] == [(detector, "gentle", "book", 3)]
 
 
+def test_the_error_pattern_judges_only_known_results_and_only_for_parts_that_read_them() -> None:
+    # A tool that answers "Error: ..." or a bare null when it fails. The second call's result
+    # is unknown (never given): no failure, though its result reads as null when rendered.
+    calls = [c("a", result="Error: card declined"), c("b")]
+
+    def failed(detect: list[str]) -> list[bool]:
+        config = ReminderConfig(detect=detect, error_pattern=r"\AError:|\Anull\Z")  # type: ignore[arg-type]
+        trace: list[CallTrace] = []
+        count({}, "t", calls, config, trace=trace)
+        return [entry.failed for entry in trace]
+
+    assert failed(["repeat", "same_error"]) == [True, False]
+    assert failed(["repeat"]) == [False, False]  # no part reads results: none is judged
+
+
 def test_a_failure_the_pattern_marks_is_no_output_for_same_output() -> None:
     long_error = "Error: " + "the card was declined by the issuing bank " * 2
     turns = [[c(tool="book", args={"card": n}, result=long_error)] for n in range(3)]

@@ -783,3 +783,26 @@ def test_the_end_of_a_model_that_calls_all_the_same_names_its_loop_by_the_same_d
     told = [getattr(record, ESCALATION_EVENT) for record in caplog.records]
     assert [event["behavior"] for event in told] == ["finish", "end"]
     assert told[0]["arguments_digest"] == told[1]["arguments_digest"] == digest("{}")
+
+
+def test_the_end_of_a_model_that_calls_all_the_same_keys_its_call_as_the_tool_says(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The tool itself leaves `body` out of its calls' keys (its metadata): the last line names
+    # the loop by the digest the request for the answer named, and quotes the call as it did.
+    @tool
+    def probe(q: str = "", body: str = "") -> str:
+        """Look something up."""
+        return f"probed {q}"
+
+    probe.metadata = {"repeat_reminder": {"ignore_arguments": ["body"]}}
+    model = Finisher(deaf=True, args={"q": "same", "body": "draft 1"})
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        agent = guarded(model, [probe], log_arguments=True, **FINISH)
+        agent.invoke(ask("loop 50"))
+
+    told = [getattr(record, ESCALATION_EVENT) for record in caplog.records]
+    assert [(e["behavior"], e["arguments"], e["arguments_digest"]) for e in told] == [
+        ("finish", '{"q":"same"}', digest('{"q":"same"}')),
+        ("end", '{"q":"same"}', digest('{"q":"same"}')),
+    ]

@@ -103,6 +103,38 @@ def test_events_name_the_thread_of_the_run(guarded: Make, thread: str) -> None:
     ]
 
 
+def test_an_escalation_event_names_the_thread_of_the_run(guarded: Make, thread: str) -> None:
+    # A monitor that watches for stopped loops tells which conversation was stopped.
+    agent = guarded(
+        scripted(repeat("probe", SAME, 3)),
+        checkpointer=InMemorySaver(),
+        thresholds=[2],
+        escalate_after=3,
+    )
+    collector = Collector()
+    agent.invoke(ask(), thread, callbacks=[collector])
+
+    assert [(name, data["thread_id"]) for name, data in collector.events] == [
+        ("repeat_tool_reminder", thread),
+        ("repeat_tool_escalation", thread),
+    ]
+
+
+def test_events_name_the_thread_a_run_without_a_checkpointer_is_traced_under(
+    guarded: Make,
+) -> None:
+    # No checkpointer, no thread of LangGraph's: the thread the run's metadata names (as
+    # LangSmith groups traces into threads) is the one its events name.
+    agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=3)
+    collector = Collector()
+    agent.invoke(ask(), callbacks=[collector], metadata={"thread_id": "traced-1"})
+
+    assert [(name, data["thread_id"]) for name, data in collector.events] == [
+        ("repeat_tool_reminder", "traced-1"),
+        ("repeat_tool_escalation", "traced-1"),
+    ]
+
+
 def test_an_escalation_event_carries_the_digest_its_reminders_carried(guarded: Make) -> None:
     # The digest is what joins a loop's reminders and its escalation, arguments unseen.
     agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=3)
@@ -286,14 +318,21 @@ def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCapture
     assert any(m.startswith("repeat tool reminder due but not delivered (") for m in messages)
 
 
-def test_an_event_that_cannot_be_sent_says_why_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_an_event_that_cannot_be_sent_says_why_at_debug(
+    caplog: pytest.LogCaptureFixture, asynchronous: bool
+) -> None:
     tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
-        report(_told(tally, Stats()), dispatch_custom_event)
+        if asynchronous:  # the async faces' dispatcher fails when its sending is awaited
+            asyncio.run(_areport(_told(tally, Stats())))
+        else:
+            report(_told(tally, Stats()), dispatch_custom_event)
 
     unsent = [r for r in caplog.records if r.getMessage().startswith("repeat_tool_reminder event")]
     assert len(unsent) == 2  # not dispatched, not written to the custom stream
-    assert all(r.exc_info is not None for r in unsent)  # with what stopped it, to debug
+    # With what stopped it, to debug (a line logged with exc_info=False carries False).
+    assert all(r.exc_info and isinstance(r.exc_info[1], Exception) for r in unsent)
 
 
 def test_outside_a_graph_the_log_lines_carry_no_run_id(caplog: pytest.LogCaptureFixture) -> None:

@@ -8,16 +8,17 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from repeat_reminder_langchain._counter import Record
 from repeat_reminder_langchain._escalation import interrupt_request, read_answer
 from repeat_reminder_langchain._guard import StateStore
-from repeat_reminder_langchain._reminder import Escalation
+from repeat_reminder_langchain._reminder import Escalation, is_reminder
 
 from .conftest import Guarded, build
-from .helpers import LoopModel, ask, assert_adjacent
+from .helpers import LoopModel, ask, assert_adjacent, repeat, scripted
 
 ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
 
@@ -78,6 +79,24 @@ def test_an_escalation_put_to_a_human_is_reported_once_whichever_process_resumes
     assert resuming.stats.snapshot()["escalations"] == {}
     assert resuming.stats.snapshot()["calls"] == 0  # the turn was counted where it was asked
     assert_adjacent(resuming.state(thread)["messages"])
+
+
+def test_every_reminder_kept_as_a_system_message_reaches_a_model_that_takes_none_as_a_user_turn(
+    thread: str,
+) -> None:
+    # Two reminders, each kept where it was added as a system message: a model that takes no
+    # system message mid-conversation (Anthropic rejects one) is sent both as user turns, the
+    # earlier one as well as the latest, in this run and when the thread goes on.
+    model = scripted([*repeat("probe", {"q": "same"}, 3), AIMessage("done"), "done again"])
+    agent = build("middleware", model, checkpointer=InMemorySaver(), thresholds=[2, 3])
+    messages = agent.invoke(ask(), thread)
+    agent.invoke(ask("go on"), thread)
+
+    stored = [m for m in messages if is_reminder(m)]
+    assert [m.type for m in stored] == ["system", "system"]
+    for request in (model.seen[3], model.seen[4]):  # the answer after them, and the next run's
+        sent = [m for m in request if is_reminder(m)]
+        assert [(m.type, m.id) for m in sent] == [("human", m.id) for m in stored]
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,19 @@ def test_what_to_file_writes_from_file_reads_back_the_same(tmp_path: Path, name:
     assert ReminderConfig().model_fields_set == set()
 
 
+@pytest.mark.parametrize("name", ["out.toml", "out.json"])
+def test_a_written_file_holds_words_in_any_language_as_they_are_said(
+    tmp_path: Path, name: str
+) -> None:
+    # A person reads and edits the file: text outside ASCII is written as it is, not escaped.
+    said = "Du hast {tool} schon {count} Mal aufgerufen: überlege, was du änderst."
+    config = ReminderConfig(words={"*": {"gentle": said}})
+    config.to_file(tmp_path / name)
+
+    assert said in (tmp_path / name).read_text(encoding="utf-8")
+    assert ReminderConfig.from_file(tmp_path / name) == config
+
+
 def test_a_json_file_says_null_where_toml_leaves_the_field_out(tmp_path: Path) -> None:
     config = ReminderConfig(repeat_every=None, thresholds=[3])
     config.to_file(tmp_path / "out.json")
@@ -91,6 +104,18 @@ def test_a_file_that_is_wrong_says_where(
     with pytest.raises(ConfigError) as caught:
         ReminderConfig.from_file(path)
     assert str(caught.value).startswith(str(tmp_path / problem))
+
+
+def test_every_problem_of_a_file_is_said_on_a_line_of_its_own_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, "a.toml", "thresholds = [1]\nrepeat_every = 0\n")
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(path)
+    assert str(caught.value).splitlines() == [
+        f"{path}: thresholds: invalid threshold 1 \u2014 every threshold must be an integer >= 2",
+        f"{path}: repeat_every: must be an integer >= 1, or None, got 0",
+    ]
 
 
 def test_an_unknown_setting_like_no_field_is_refused_listing_the_fields(tmp_path: Path) -> None:
