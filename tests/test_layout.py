@@ -15,6 +15,7 @@ modules they reach.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import repeat_reminder_langchain
@@ -188,3 +189,30 @@ def test_the_evaluation_imports_no_private_name_of_the_package() -> None:
         if _private(imported)
     }
     assert reached == set()
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a file defines at module level (functions, classes, assignments)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign):
+            found.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.add(node.target.id)
+    return found
+
+
+def test_a_public_module_defines_no_public_name_beyond_its_all() -> None:
+    # A name a user may import is one the module exports; the rest start with an underscore.
+    extra = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _name(path)
+        if name in ("", "tooling") or any(part.startswith("_") for part in name.split(".")):
+            continue
+        module = importlib.import_module(f"{PACKAGE.name}.{name}")
+        public = {found for found in _defined(path) if not found.startswith("_")}
+        if public - set(module.__all__):
+            extra[name] = sorted(public - set(module.__all__))
+    assert extra == {}
