@@ -33,8 +33,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain._detectors import PARTS
-from repeat_reminder_langchain.tooling._logs import Conversation
-from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
+from repeat_reminder_langchain.tooling.audit import Conversation, suggest_settings
 
 from .evaluate import ALONE
 from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all
@@ -98,17 +97,8 @@ def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig
 
 
 def suggested(conversations: Sequence[Conversation]) -> Settings:
-    """The settings `audit --suggest` derives from these conversations alone.
-
-    As it does: the settings first, then the detectors their sweep finds.
-    """
-    suggester = Suggester()
-    for conversation in conversations:
-        suggester.add(conversation)
-    sweeper = Sweeper(suggester.finish())
-    for conversation in conversations:
-        sweeper.add(conversation)
-    config = sweeper.finish().config
+    """The settings `audit --suggest` derives from these conversations alone."""
+    config = suggest_settings(conversations)
     not_user = config.not_user if isinstance(config.not_user, str) else None
     return Settings(
         error_pattern=config.error_pattern,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.replay import Replayed, replay
-from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling.audit import Conversation, read_logs
 
 __all__ = [
     "CORPUS",
@@ -170,7 +170,7 @@ class Sweep:
 
 def load(path: str) -> list[Conversation]:
     """Every conversation of one file, numbered from 0 within it."""
-    return list(LogReader().read([path]))
+    return list(read_logs([path]))
 
 
 def replay_all(conversations: Iterable[Conversation], config: ReminderConfig) -> list[Replay]:

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from repeat_reminder_langchain import canonicalize
-from repeat_reminder_langchain._canonical import result_text
 from repeat_reminder_langchain.replay import Replayed
 
 from .run import ERROR_PATTERN
@@ -91,7 +90,7 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
     """Every candidate loop among one conversation's calls, in order of their first call."""
     failure = re.compile(error_pattern)
     keys = [(item.call.tool, canonicalize(item.call.args)) for item in calls]
-    results = [result_text(item.call.result) for item in calls]
+    results = [_text(item.call.result) for item in calls]
     same: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     failing: dict[tuple[str, str], list[int]] = defaultdict(list)
     output: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -123,6 +122,24 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
 
 _Called = tuple[tuple[str, str], str]
 """A call's key (tool and canonical arguments) and its result text."""
+
+
+def _text(result: object) -> str:
+    """A result's text: the content string, or its text blocks joined, one a line.
+
+    The guard reads results the same way; the scan keeps its own copy, as it finds loops
+    without the detectors. Any other result is read in canonical form.
+    """
+    if isinstance(result, str):
+        return result
+    if isinstance(result, list):
+        parts = [
+            item if isinstance(item, str) else str(item.get("text", ""))
+            for item in result
+            if isinstance(item, (str, Mapping))
+        ]
+        return "\n".join(part for part in parts if part)
+    return canonicalize(result)
 
 
 def _cycles(calls: Sequence[_Called]) -> list[Loop]:
