@@ -3,7 +3,7 @@
 Two kinds of label are kept per corpus file, one JSON object a line (see `labels/README.md`):
 
 * a **flag** is a reminder a detector alone would send: a replayed call whose trace has a
-  reminder. It is keyed by (conversation, call, detector) and says under which settings and
+  reminder. It is keyed by (conversation, call, detector) and records under which settings and
   thresholds it fires (`fires`), so that one label serves every row of the table. Its label
   is `genuine` (the agent repeated work that gave it nothing new; a reminder would help) or
   `false`.

@@ -2,14 +2,16 @@
 
 Every module is in one room. The core (configuration, canonical arguments, counting, the
 detectors, the reminders' words) imports nothing from LangChain; the translation between a
-conversation and the core sits on it; reporting on those; the faces (the guard step, the
-wiring warnings and the three faces) on all of these; the tooling on top, imported by nothing
-below it. No module imports one that imports it back, even for types only.
+conversation and the core sits on it; reporting on those; the room named "faces" (the guard
+step, the wiring warnings, and the handler, node and middleware users wire in) on all of these;
+the tooling on top, imported by nothing below it. No module imports one that imports it back,
+even for types only.
 
 Every module below the tooling is private to users (its name starts with an underscore): a user
-imports the package's `__all__` and the tooling's documented entry points. A name that starts
-with an underscore stays in its room: the tooling and `evaluation/` take the public names of the
-modules they reach.
+imports the package's `__all__` and the tooling's documented entry points, and a public module
+defines no other name without an underscore. A name that starts with an underscore stays in its
+room: the tooling and `evaluation/` take the public names of the modules they reach, and
+`evaluation/` reaches the tooling through its public modules.
 """
 
 from __future__ import annotations
