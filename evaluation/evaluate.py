@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from repeat_reminder_langchain._detectors import DETECTORS
-from repeat_reminder_langchain.tooling._logs import Conversation
+from repeat_reminder_langchain.tooling.audit import Conversation
 
 from .reruns import Rerun, reruns
 from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, sweep

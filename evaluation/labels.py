@@ -3,7 +3,7 @@
 Two kinds of label are kept per corpus file, one JSON object a line (see `labels/README.md`):
 
 * a **flag** is a reminder a detector alone would send: a replayed call whose trace has a
-  reminder. It is keyed by (conversation, call, detector) and says under which settings and
+  reminder. It is keyed by (conversation, call, detector) and records under which settings and
   thresholds it fires (`fires`), so that one label serves every row of the table. Its label
   is `genuine` (the agent repeated work that gave it nothing new; a reminder would help) or
   `false`.
@@ -33,8 +33,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
 from repeat_reminder_langchain._detectors import DETECTORS
-from repeat_reminder_langchain.tooling._logs import Conversation
-from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
+from repeat_reminder_langchain.tooling.audit import Conversation, suggest_settings
 
 from .evaluate import ALONE
 from .run import ERROR_PATTERN, NOT_USER, Replay, Settings, load, replay_all
@@ -99,17 +98,8 @@ def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig
 
 
 def suggested(conversations: Sequence[Conversation]) -> Settings:
-    """The settings `audit --suggest` derives from these conversations alone.
-
-    As it does: the settings first, then the detectors their sweep finds.
-    """
-    suggester = Suggester()
-    for conversation in conversations:
-        suggester.add(conversation)
-    sweeper = Sweeper(suggester.finish())
-    for conversation in conversations:
-        sweeper.add(conversation)
-    config = sweeper.finish().config
+    """The settings `audit --suggest` derives from these conversations alone."""
+    config = suggest_settings(conversations)
     not_user = config.not_user if isinstance(config.not_user, str) else None
     return Settings(
         error_pattern=config.error_pattern,

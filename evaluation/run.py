@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain.replay import Replayed, replay
-from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
+from repeat_reminder_langchain.tooling.audit import Conversation, read_logs
 
 __all__ = [
     "CORPUS",
@@ -51,13 +51,13 @@ class Settings:
     Attributes:
         stale_thresholds: The `stale` detector's thresholds.
         same_error_thresholds: The `same_error` detector's thresholds.
-        error_pattern: The `error_pattern` that tells a failed call by its text.
+        error_pattern: The `error_pattern` that marks a call as failed by its result's text.
         exclude: Tools left out of counting, as the guard's `exclude`.
         not_user: The guard's `not_user`: a regular expression for the user-role messages
             that are not the user (a harness's feedback, such as mini-swe-agent's format
             errors), so that they reset nothing.
         detect: The detectors these settings turn on together (the evaluation also runs
-            each detector alone, whatever this says).
+            each detector alone, whatever this lists).
     """
 
     stale_thresholds: tuple[int, ...] = (3,)
@@ -174,7 +174,7 @@ class Sweep:
 
 def load(path: str) -> list[Conversation]:
     """Every conversation of one file, numbered from 0 within it."""
-    return list(LogReader().read([path]))
+    return list(read_logs([path]))
 
 
 def replay_all(conversations: Iterable[Conversation], config: ReminderConfig) -> list[Replay]:

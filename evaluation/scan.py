@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from repeat_reminder_langchain import canonicalize
-from repeat_reminder_langchain._canonical import result_text
 from repeat_reminder_langchain.replay import Replayed
 
 from .run import ERROR_PATTERN
@@ -91,7 +90,7 @@ def scan(calls: Sequence[Replayed], error_pattern: str = ERROR_PATTERN) -> list[
     """Every candidate loop among one conversation's calls, in order of their first call."""
     failure = re.compile(error_pattern)
     keys = [(item.call.tool, canonicalize(item.call.args)) for item in calls]
-    results = [result_text(item.call.result) for item in calls]
+    results = [item.call.text for item in calls]
     same: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     failing: dict[tuple[str, str], list[int]] = defaultdict(list)
     output: dict[tuple[str, str], list[int]] = defaultdict(list)

@@ -35,8 +35,7 @@ def is_user_message(message: object, not_user: NotUser | None = None) -> bool:
 
     That is a human message that no harness marked as its own (langchain-core's notification
     metadata, a string `additional_kwargs["lc_source"]`: the guard's own reminders, summaries,
-    human-in-the-loop decisions, background updates) and that `not_user` does not say is not
-    the user.
+    human-in-the-loop decisions, background updates) and that `not_user` does not rule out.
     """
     if type(message) is not HumanMessage and not isinstance(message, HumanMessage):
         return False
@@ -74,7 +73,7 @@ def _takes_message(function: Callable[[Any], bool]) -> bool:
     return isinstance(kind, type) and issubclass(kind, BaseMessage)
 
 
-def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame: every turn
+def read_turn(
     messages: Sequence[BaseMessage],
     counted: str,
     end: int | None = None,
@@ -86,8 +85,9 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
     without an id has none; results still missing leave `waiting` set), unless it is
     `counted`. Between it and the turn before it, whether the user spoke and whether the model
     answered without a call; after it, whether the user spoke. `NOTHING` when nothing did.
-    `not_user` tells the user-role messages that are not the user (`is_user_message`).
+    `not_user` picks out the user-role messages that are not the user (`is_user_message`).
     """
+    # Back to the latest model turn, in this frame: a turn already counted ends here.
     index = (len(messages) if end is None else end) - 1
     stop = index + 1
     spoke_after = False
@@ -99,45 +99,18 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
             continue
         if kind is AIMessage or isinstance(item, AIMessage):
             break
-        if not spoke_after:
-            spoke_after = is_user_message(item, not_user)
+        spoke_after = spoke_after or is_user_message(item, not_user)
         index -= 1
     else:
         return Turn(spoke_after=True) if spoke_after else NOTHING
     message: AIMessage = item  # type: ignore[assignment]
-    tool_calls = message.tool_calls
-    if not tool_calls and not _named_invalid(message):
+    if not message.tool_calls and not _named_invalid(message):
         answered = tag_of(message) is None  # the guard's own final word is not an answer
         return Turn(answered=answered, spoke_after=spoke_after)
     turn = message.id or _turn_id(message, index)
     if turn == counted:
         return Turn(spoke_after=True) if spoke_after else NOTHING
-    # The results after the turn, by call id, in the order they came.
-    results: dict[str, list[ToolMessage]] = {}
-    for position in range(index + 1, stop):
-        answer = messages[position]
-        if type(answer) is ToolMessage or isinstance(answer, ToolMessage):
-            found = results.get(answer.tool_call_id)
-            if found is None:
-                results[answer.tool_call_id] = [answer]
-            else:
-                found.append(answer)
-    # From the last call back, each takes the latest result left with its id: calls sharing
-    # an id are answered in order, and a call answered twice keeps the answer read last.
-    calls: list[Call] = []
-    waiting = False
-    for tool_call in reversed(tool_calls):
-        call_id = tool_call.get("id") or ""
-        found = results.get(call_id) if call_id else None
-        if found:
-            result, error = _outcome(found.pop())
-        else:
-            result, error = None, False
-            waiting = waiting or bool(call_id)  # without an id no result can be matched
-        calls.append(_make(Call, (call_id, tool_call["name"], tool_call["args"], result, error)))
-    calls.reverse()
-    if message.invalid_tool_calls:
-        calls += _invalid_calls(message, results)
+    calls, waiting = _calls(message, messages, index + 1, stop)
     # Back to the turn before: whether the user spoke, or the model answered, since.
     spoke_before = answered = False
     while index > 0:
@@ -150,11 +123,52 @@ def read_turn(  # noqa: PLR0912, PLR0915 - one reading of the tail, in one frame
             if item.tool_calls or _named_invalid(item):  # type: ignore[attr-defined,arg-type]
                 break
             answered = answered or tag_of(item) is None
-        elif not spoke_before:
-            spoke_before = is_user_message(item, not_user)
+        else:
+            spoke_before = spoke_before or is_user_message(item, not_user)
         if spoke_before and answered:
             break  # all there is to know
     return _make(Turn, (turn, calls, answered, spoke_before, spoke_after, waiting))
+
+
+def _calls(
+    message: AIMessage, messages: Sequence[BaseMessage], start: int, stop: int
+) -> tuple[list[Call], bool]:
+    """The calls of `message`, with their results, and whether a result is still missing.
+
+    The results are the tool messages of `messages[start:stop]`, matched to the calls by id.
+    """
+    # The results after the turn, by call id, in the order they came.
+    results: dict[str, list[ToolMessage]] = {}
+    for position in range(start, stop):
+        answer = messages[position]
+        if type(answer) is ToolMessage or isinstance(answer, ToolMessage):
+            call_id = answer.tool_call_id
+            found = results.get(call_id)
+            if found is None:
+                results[call_id] = [answer]
+            else:
+                found.append(answer)
+    # From the last call back, each takes the latest result left with its id: calls sharing
+    # an id are answered in order, and a call answered twice keeps the answer read last.
+    calls: list[Call] = []
+    waiting = False
+    for tool_call in reversed(message.tool_calls):
+        call_id = tool_call.get("id") or ""
+        found = results.get(call_id) if call_id else None
+        if found:
+            answer = found.pop()  # `_outcome`, in line: once for every call of every turn
+            if answer.additional_kwargs and tag_of(answer) is not None:
+                result, error = None, True
+            else:
+                result, error = answer.content, answer.status == "error"
+        else:
+            result, error = None, False
+            waiting = waiting or call_id != ""  # without an id no result can be matched
+        calls.append(_make(Call, (call_id, tool_call["name"], tool_call["args"], result, error)))
+    calls.reverse()
+    if message.invalid_tool_calls:
+        calls += _invalid_calls(message, results)
+    return calls, waiting
 
 
 # Named tuples built without their Python-level constructor: this runs on every turn.
@@ -180,7 +194,10 @@ def _invalid_calls(message: AIMessage, results: Mapping[str, list[ToolMessage]])
 
 def _named_invalid(message: AIMessage) -> bool:
     """Whether the model made a call whose arguments could not be parsed (named, so counted)."""
-    return any(isinstance(call.get("name"), str) for call in message.invalid_tool_calls)
+    invalid = message.invalid_tool_calls
+    if not invalid:  # most turns: no generator to start
+        return False
+    return any(isinstance(call.get("name"), str) for call in invalid)
 
 
 def _turn_id(message: AIMessage, index: int) -> str:
@@ -192,7 +209,10 @@ def _turn_id(message: AIMessage, index: int) -> str:
 
 
 def _outcome(answer: ToolMessage) -> tuple[object, bool]:
-    """A result as the detectors read it; the guard's own refusal of a call tells nothing."""
+    """A result as the detectors read it: its content, and whether it is an error.
+
+    The guard's own refusal of a call is an error without content: no tool ran.
+    """
     if answer.additional_kwargs and tag_of(answer) is not None:
         return None, True
     return answer.content, answer.status == "error"

@@ -56,6 +56,11 @@ class Call(NamedTuple):
     result: object = None
     failed: bool = False
 
+    @property
+    def text(self) -> str:
+        """The result's text, as the detectors read it (`"null"` when unknown)."""
+        return result_text(self.result)
+
 
 class Turn(NamedTuple):
     """What happened in a conversation since the turn counted last, as a face read it.

@@ -137,6 +137,20 @@ def test_the_guards_refusal_of_a_call_tells_nothing_and_any_other_result_is_read
     assert [(c.result, c.failed) for c in found.calls] == [read] + [("ok", False)] * others
 
 
+@pytest.mark.parametrize(("answer", "read"), [(REFUSED, (None, True)), (FOREIGN, ("ok", False))])
+def test_a_turn_of_calls_whose_arguments_could_not_be_parsed_reads_as_any_turn(
+    answer: ToolMessage, read: tuple[object, bool]
+) -> None:
+    unparsed = {**INVALID, "args": "{bad", "id": "x"}
+    made = AIMessage("", invalid_tool_calls=[{**unparsed, "name": "probe"}])
+    found = latest([HumanMessage("go"), made, answer])
+    assert found.id == "#1:x" and not found.waiting
+    assert [(c.tool, c.args, c.result, c.failed) for c in found.calls] == [("probe", "{bad", *read)]
+    # A call without a name is no call: the turn is the model answering.
+    nameless = AIMessage("", invalid_tool_calls=[{**unparsed, "name": None}])
+    assert latest([HumanMessage("go"), nameless]) == Turn(answered=True)
+
+
 def test_calls_sharing_an_id_each_take_one_result_in_order() -> None:
     messages = [turn(*[call("probe", {"q": n}, "call_0") for n in range(3)])]
     assert latest([*messages, result("call_0", "r0")]).waiting

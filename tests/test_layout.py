@@ -2,19 +2,22 @@
 
 Every module is in one room. The core (configuration, canonical arguments, counting, the
 detectors, the reminders' words) imports nothing from LangChain; the translation between a
-conversation and the core sits on it; reporting on those; the faces (the guard step, the
-wiring warnings and the three faces) on all of these; the tooling on top, imported by nothing
-below it. No module imports one that imports it back, even for types only.
+conversation and the core sits on it; reporting on those; the room named "faces" (the guard
+step, the wiring warnings, and the handler, node and middleware users wire in) on all of these;
+the tooling on top, imported by nothing below it. No module imports one that imports it back,
+even for types only.
 
 Every module below the tooling is private to users (its name starts with an underscore): a user
-imports the package's `__all__` and the tooling's documented entry points. A name that starts
-with an underscore stays in its room: the tooling and `evaluation/` take the public names of the
-modules they reach.
+imports the package's `__all__` and the tooling's documented entry points, and a public module
+defines no other name without an underscore. A name that starts with an underscore stays in its
+room: the tooling and `evaluation/` take the public names of the modules they reach, and
+`evaluation/` reaches the tooling through its public modules.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import repeat_reminder_langchain
@@ -179,6 +182,19 @@ def test_the_tooling_imports_no_private_name_from_the_rooms_below() -> None:
     assert reached == set()
 
 
+def test_the_evaluation_reaches_the_tooling_through_its_public_modules() -> None:
+    # The detectors' registry aside: the evaluation labels what each detector finds.
+    evaluation = PACKAGE.parent / "evaluation"
+    reached = {
+        (path.name, imported.rpartition(".")[0])
+        for path in sorted(evaluation.glob("*.py"))
+        for imported in _names_imported(path, 0)
+        if any(part.startswith("_") for part in imported.split(".")[1:-1])
+        and not imported.startswith(f"{PACKAGE.name}._detectors.")
+    }
+    assert reached == set()
+
+
 def test_the_evaluation_imports_no_private_name_of_the_package() -> None:
     evaluation = PACKAGE.parent / "evaluation"
     reached = {
@@ -188,3 +204,30 @@ def test_the_evaluation_imports_no_private_name_of_the_package() -> None:
         if _private(imported)
     }
     assert reached == set()
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a file defines at module level (functions, classes, assignments)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign):
+            found.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.add(node.target.id)
+    return found
+
+
+def test_a_public_module_defines_no_public_name_beyond_its_all() -> None:
+    # A name a user may import is one the module exports; the rest start with an underscore.
+    extra = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = _name(path)
+        if name in ("", "tooling") or any(part.startswith("_") for part in name.split(".")):
+            continue
+        module = importlib.import_module(f"{PACKAGE.name}.{name}")
+        public = {found for found in _defined(path) if not found.startswith("_")}
+        if public - set(module.__all__):
+            extra[name] = sorted(public - set(module.__all__))
+    assert extra == {}

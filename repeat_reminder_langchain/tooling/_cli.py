@@ -820,9 +820,9 @@ def _run(argv: Sequence[str] | None) -> int:
             return _lab(args)
         config = _config(args)
         if args.command == "demo":
-            from .demo import run_command
+            from .demo import _run_command
 
-            return run_command(config, args.scenario)
+            return _run_command(config, args.scenario)
         return _audit(args, config)
     except _Failure as error:
         print(f"error: {error}", file=sys.stderr)

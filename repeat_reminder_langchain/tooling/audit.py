@@ -2,7 +2,8 @@
 
 Each conversation is replayed through the guard's own counting (`replay`), with the same
 configuration a guard would take, one conversation at a time; only compact findings are kept
-(`_findings`). Reading the files is `_logs.LogReader`'s job; the words of the text are `_tables`',
+(`_findings`). Reading the files is `_logs.LogReader`'s job (`read_logs` here), deriving
+settings from them `_suggest`'s (`suggest_settings` here); the words of the text are `_tables`',
 the HTML report is `_report`'s.
 
 Definitions (the command line's `--help` and the README use the same words):
@@ -21,7 +22,7 @@ Definitions (the command line's `--help` and the README use the same words):
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -42,12 +43,14 @@ from ._findings import (
     failing,
     settings,
 )
-from ._logs import Conversation
+from ._logs import Conversation, LogReader
+from ._suggest import Suggester, Sweeper
 from ._tables import format_audit
 
 __all__ = [
     "Audit",
     "Auditor",
+    "Conversation",
     "ConversationAudit",
     "Finding",
     "Reason",
@@ -57,7 +60,9 @@ __all__ = [
     "audit",
     "exceeds",
     "format_audit",
+    "read_logs",
     "settings",
+    "suggest_settings",
 ]
 
 _SHOWN = 100  # characters of arguments or results a finding or a call row keeps
@@ -339,3 +344,48 @@ def audit(
         listed = list(messages)
         auditor.add(Conversation(index, None, "", listed, tuple(range(len(listed))), "langchain"))
     return auditor.finish()
+
+
+def read_logs(
+    sources: Sequence[str], *, messages_key: str | None = None, id_key: str | None = None
+) -> Iterator[Conversation]:
+    """The conversations of saved logs, one at a time, read as `repeat-reminder audit` reads them.
+
+    Each is numbered from 0 across every source, in order: what `Auditor.add` and
+    `suggest_settings` take.
+
+    Args:
+        sources: Files, globs (matched in sorted order), or `-` for standard input, in any
+            format the command reads (the guide 'Auditing saved conversations' lists them).
+        messages_key: The record field holding the messages (a dotted path for a nested one),
+            when a record has several fields that could be it.
+        id_key: The record field holding a conversation's id; by default the first of `id`,
+            `conversation_id`, `thread_id`, `session_id`, `task_id`, `instance_id` and
+            `trajectory_id` that a record has.
+
+    Raises:
+        ValueError: A source is missing or cannot be read; the message names the file, the line
+            and the column, and why.
+    """
+    return LogReader(messages_key=messages_key, id_key=id_key).read(sources)
+
+
+def suggest_settings(
+    conversations: Sequence[Conversation], config: ReminderConfig | None = None
+) -> ReminderConfig:
+    """The settings `repeat-reminder audit --suggest` proposes for these conversations.
+
+    The settings in `config`, with what the conversations call for added, as the command
+    writes them with `--write-config`: the bookkeeping tools to exclude, the `error_pattern`,
+    the `not_user` pattern, and the detectors that find loops in them (`detect`); a setting
+    given in `config` is not proposed again. The guide 'Settings from your own logs'
+    explains each suggestion. The conversations are read twice: once to derive the
+    settings, once to count what each detector finds with them.
+    """
+    suggester = Suggester(config)
+    for conversation in conversations:
+        suggester.add(conversation)
+    sweeper = Sweeper(suggester.finish())
+    for conversation in conversations:
+        sweeper.add(conversation)
+    return sweeper.finish().config

@@ -1,7 +1,7 @@
 """The demo: an agent that loops, offline, with the guard and without it.
 
 Two scripted scenarios; the models read the conversation, not a fixed script, so they react
-to what the guard says:
+to the guard's reminders:
 
 * `poll`: the model keeps polling a job that has already finished. It ignores the first
   (gentle) reminder and changes course at the first detailed one: it reads the job's log and
@@ -51,15 +51,14 @@ __all__ = [
     "run_demo",
 ]
 
-Scenario = Literal["poll", "stale"]
-SCENARIOS: tuple[Scenario, ...] = ("poll", "stale")
+_Scenario = Literal["poll", "stale"]
 
-JOB = "nightly-build-7"
-QUESTION = f"Why did the CI job {JOB} fail?"
-"""The `poll` scenario's question: its job finished long ago, and `TOOLS["poll"]` say so."""
+_JOB = "nightly-build-7"
+QUESTION = f"Why did the CI job {_JOB} fail?"
+"""The `poll` scenario's question: its job finished long ago, as `TOOLS["poll"]` report."""
 
-TEST = "tests/test_users.py"
-TASK = f"Make {TEST} pass."
+_TEST = "tests/test_users.py"
+TASK = f"Make {_TEST} pass."
 """The `stale` scenario's task: a test that fails until a file is edited (`TOOLS["stale"]`)."""
 
 _LOG = (
@@ -70,45 +69,45 @@ _LOG = (
 _MIGRATION = "migrations/0042_add_users_email.py"
 
 
-@tool
-def job_status(job_id: str) -> str:
+@tool("job_status")
+def _job_status(job_id: str) -> str:
     """Report the status of a CI job."""
     return f"{job_id}: finished at 02:14, exit code 1, log at logs/{job_id}.txt"
 
 
-@tool
-def read_log(path: str) -> str:
+@tool("read_log")
+def _read_log(path: str) -> str:
     """Read a log file."""
     return _LOG
 
 
-@tool
-def run_tests(path: str) -> str:
+@tool("run_tests")
+def _run_tests(path: str) -> str:
     """Run a test file."""
     return f'FAILED {path}::test_signup - IntegrityError: relation "users_email_key" already exists'
 
 
-@tool
-def read_file(path: str) -> str:
+@tool("read_file")
+def _read_file(path: str) -> str:
     """Read a source file."""
     if path == _MIGRATION:
         return "operations = [AddIndex('users', 'email', name='users_email_key')]"
     return f"# {path}\nclass User(Model):\n    email = EmailField()"
 
 
-@tool
-def edit_file(path: str, change: str) -> str:
+@tool("edit_file")
+def _edit_file(path: str, change: str) -> str:
     """Change a source file."""
     return f"edited {path}"
 
 
-TOOLS: dict[Scenario, list[BaseTool]] = {
-    "poll": [job_status, read_log],
-    "stale": [run_tests, read_file, edit_file],
+TOOLS: dict[Literal["poll", "stale"], list[BaseTool]] = {
+    "poll": [_job_status, _read_log],
+    "stale": [_run_tests, _read_file, _edit_file],
 }
 """Each scenario's deterministic tools, for a scripted model or a real one."""
-QUESTIONS: dict[Scenario, str] = {"poll": QUESTION, "stale": TASK}
-_STORIES: dict[Scenario, str] = {
+_QUESTIONS: dict[_Scenario, str] = {"poll": QUESTION, "stale": TASK}
+_STORIES: dict[_Scenario, str] = {
     "poll": "the model keeps polling a job that has already finished",
     "stale": "the model re-runs the same failing test between other steps",
 }
@@ -146,7 +145,7 @@ class _ScriptedModel(BaseChatModel):
         """The scenario's next answer to `messages`."""
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
-        """The answer of a model called without its tools: what the latest result says."""
+        """The answer of a model called without its tools: the latest result, restated."""
         last = next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
         if last is None:
             return AIMessage("I have no results to go on yet.")
@@ -175,7 +174,7 @@ def _result_of(messages: Sequence[BaseMessage], name: str) -> ToolMessage | None
 
 
 class PollingModel(_ScriptedModel):
-    """Keeps polling a finished job until told plainly to stop (a detailed reminder).
+    """Keeps polling a finished job until a detailed reminder asks it plainly to stop.
 
     It ignores a gentle reminder and changes course after a detailed one (or after
     `patience` polls, standing in for a budget running out).
@@ -186,18 +185,18 @@ class PollingModel(_ScriptedModel):
         polls = _calls(messages, "job_status")
         if _result_of(messages, "read_log") is not None:
             return AIMessage(
-                f"{JOB} failed in the migrate step: migration 0042_add_users_email tried to "
+                f"{_JOB} failed in the migrate step: migration 0042_add_users_email tried to "
                 'create "users_email_key", which already exists. Make the migration skip an '
                 "existing key, then re-run the job."
             )
         if self._told(messages, "detailed", "repeat") or polls >= self.patience:
             say = "The status will not change. I should read the log instead."
-            return _call(turns, say, "read_log", {"path": f"logs/{JOB}.txt"})
+            return _call(turns, say, "read_log", {"path": f"logs/{_JOB}.txt"})
         say = "Let me check the job." if polls == 0 else "Maybe it changed; checking again."
-        return _call(turns, say, "job_status", {"job_id": JOB})
+        return _call(turns, say, "job_status", {"job_id": _JOB})
 
 
-class RetestingModel(_ScriptedModel):
+class _RetestingModel(_ScriptedModel):
     """Re-runs the same failing test between other steps, until a stale reminder.
 
     Between two runs it reads or edits a file, each time a different one, so no two calls in
@@ -231,7 +230,7 @@ class RetestingModel(_ScriptedModel):
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         if last is None or not last.tool_calls or last.tool_calls[0]["name"] != "run_tests":
             say = "Let me run the test." if runs == 0 else "Running the test again."
-            return _call(turns, say, "run_tests", {"path": TEST})
+            return _call(turns, say, "run_tests", {"path": _TEST})
         if runs % 2:
             say = "Still failing. Let me look at the model."
             return _call(turns, say, "read_file", {"path": f"src/users/models_{runs}.py"})
@@ -282,15 +281,15 @@ def build_agent(
     return builder.compile(checkpointer=checkpointer)
 
 
-def _model(scenario: Scenario, heeds: bool) -> BaseChatModel:
+def _model(scenario: _Scenario, heeds: bool) -> BaseChatModel:
     if scenario == "stale":
-        return RetestingModel(heeds=heeds, patience=6 if heeds else 12)
+        return _RetestingModel(heeds=heeds, patience=6 if heeds else 12)
     return PollingModel(heeds=heeds)
 
 
 def run_demo(
     guard: RepeatToolReminderCallbackHandler | None,
-    scenario: Scenario = "poll",
+    scenario: Literal["poll", "stale"] = "poll",
     *,
     heeds: bool = True,
     resume: str = "end",
@@ -316,7 +315,7 @@ def run_demo(
     config: RunnableConfig = {"configurable": {"thread_id": "demo"}, "recursion_limit": 200}
     if guard is not None:
         config["callbacks"] = [guard]
-    inputs: Any = {"messages": [HumanMessage(QUESTIONS[scenario])]}
+    inputs: Any = {"messages": [HumanMessage(_QUESTIONS[scenario])]}
     try:
         result = agent.invoke(inputs, config)
         while result.get("__interrupt__"):
@@ -338,12 +337,12 @@ def _by_level(reminders: dict[str, dict[str, int]]) -> str:
     )
 
 
-def format_stats(stats: StatsSnapshot) -> str:
+def _format_stats(stats: StatsSnapshot) -> str:
     """The guard's stats snapshot on one line.
 
     Example:
         >>> from repeat_reminder_langchain._stats import Stats
-        >>> line = format_stats(Stats().snapshot())
+        >>> line = _format_stats(Stats().snapshot())
         >>> line.startswith("0 calls counted · delivered none"), line.endswith("rate n/a")
         (True, True)
     """
@@ -388,7 +387,7 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
     return f"{plural(summary.calls, 'tool call')} · {said} · longest streak: {longest}{tail}"
 
 
-def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
+def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
     """`demo`: run the scenario with the guard and without, print both; the exit code."""
     from .transcript import format_transcript
 
@@ -402,7 +401,7 @@ def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
         return 2
     heeds = config.escalate_after is None
     detect = ", ".join(config.detect)
-    print(f"Demo ({scenario}): {QUESTIONS[scenario]!r} — {_STORIES[scenario]}.")
+    print(f"Demo ({scenario}): {_QUESTIONS[scenario]!r} — {_STORIES[scenario]}.")
     observe = " (observe mode: it counts and reports, and adds nothing)"
     print(
         f"Guard: thresholds {', '.join(map(str, config.thresholds))} · detect {detect}; "
@@ -421,7 +420,7 @@ def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
         messages = run_demo(guard, scenario, heeds=heeds, asked=asked)
     except RepeatToolLoopError as error:
         print(format_transcript(error.messages))  # type: ignore[attr-defined]
-        print(f"\n{'Guard stats:':<16} {format_stats(guard.stats.snapshot())}")
+        print(f"\n{'Guard stats:':<16} {_format_stats(guard.stats.snapshot())}")
         print(f"error: {error}", file=sys.stderr)
         return 1
     stats = guard.stats.snapshot()
@@ -433,5 +432,5 @@ def run_command(config: ReminderConfig, scenario: Scenario = "poll") -> int:
     label = "Guard observing:" if observed else "With the guard:"
     print(f"\n{label:<16} {_summary(messages, config, sent if observed else None)}")
     print(f"{'Without it:':<16} {_summary(run_demo(None, scenario, heeds=heeds), config, None)}")
-    print(f"{'Guard stats:':<16} {format_stats(stats)}")
+    print(f"{'Guard stats:':<16} {_format_stats(stats)}")
     return 0

@@ -4,7 +4,7 @@ Which words a model heeds is model-specific, and a user cannot know how their ow
 reminder without trying it. The lab runs small tasks built to make a model loop — a job that
 never finishes, a host that never answers, a search that finds nothing, a file that is not
 there beside one that is, a calculator that rejects `2x3`, a card that is declined beside one
-that is not, a forecast the user says is out of date — with the real `create_agent`, on any
+that is not, a forecast the user claims is out of date — with the real `create_agent`, on any
 LangChain chat model, under the conditions the user picks:
 
 * `none`: no guard;
@@ -12,12 +12,13 @@ LangChain chat model, under the conditions the user picks:
 * `escalate`: the guard, stopping a loop at 10 (`escalate_after=10`, `exit_behavior="end"`);
 * `finish`: the guard, asking the model at 10 for its answer, its tools withheld
   (`escalate_after=10`, `exit_behavior="finish"`);
-* `neutral`: a note that says nothing of the loop at the same points ("The tool result above has
-  been logged."), to tell the reminder's words from the mere interruption;
+* `neutral`: a note that does not mention the loop, at the same points ("The tool result above
+  has been logged."), to separate the effect of the reminder's words from that of the
+  interruption alone;
 * `config`: the user's own settings (`config=`, e.g. their own `words`).
 
 Every run is capped at `max_calls` model calls (LangChain's `ModelCallLimitMiddleware`). Each run
-says how many model calls it took, its longest run of identical calls, which reminder (if any)
+records how many model calls it took, its longest run of identical calls, which reminder (if any)
 broke that run, whether the end is acceptable for the task, its tokens and its seconds.
 """
 
@@ -54,7 +55,7 @@ __all__ = [
     "run_task",
 ]
 
-NEUTRAL = "The tool result above has been logged."
+_NEUTRAL = "The tool result above has been logged."
 """The `neutral` condition's note: said where a reminder would be, saying nothing of a loop."""
 
 CONDITIONS = ("none", "guard", "escalate", "finish", "neutral", "config")
@@ -128,34 +129,34 @@ class LabRun:
 # -- the tasks ---------------------------------------------------------------------------------
 
 
-@tool
-def job_status(job: str) -> str:
+@tool("job_status")
+def _job_status(job: str) -> str:
     """The status of a CI job."""
     return f"{job}: running (started 3 minutes ago)"
 
 
-@tool
-def ping(host: str) -> str:
+@tool("ping")
+def _ping(host: str) -> str:
     """Ping a host once."""
     return f"ping {host}: request timed out"
 
 
-@tool
-def search_docs(query: str) -> str:
+@tool("search_docs")
+def _search_docs(query: str) -> str:
     """Search the documentation."""
     return "no results"
 
 
-@tool
-def read_file(path: str) -> str:
+@tool("read_file")
+def _read_file(path: str) -> str:
     """Read a file of the project."""
     if path.strip("./") == "NOTES.md":
         return "Release notes: 2.4.0 ships the new importer."
     return f"Error: {path}: no such file (the project has README.md and NOTES.md)"
 
 
-@tool
-def calculate(expression: str) -> str:
+@tool("calculate")
+def _calculate(expression: str) -> str:
     """Evaluate an arithmetic expression: numbers, + - * / and parentheses."""
     try:
         return f"{_arithmetic(ast.parse(expression, mode='eval').body):g}"
@@ -182,16 +183,16 @@ def _arithmetic(node: ast.expr) -> float:
     raise ValueError("not arithmetic")
 
 
-@tool
-def pay(order: str, card: str) -> str:
+@tool("pay")
+def _pay(order: str, card: str) -> str:
     """Pay an order with a card on file (`visa` or `mastercard`)."""
     if "master" in card.lower():
         return f"order {order} paid with {card}"
     return f"Error: card {card} declined"
 
 
-@tool
-def forecast(city: str) -> str:
+@tool("forecast")
+def _forecast(city: str) -> str:
     """Tomorrow's weather forecast for a city (updated hourly)."""
     return f"{city}, tomorrow: light rain, 14 °C (updated 10 minutes ago)"
 
@@ -208,7 +209,7 @@ def _finds(text: str, *patterns: str) -> bool:
 _CANNOT = r"\b(could ?n[o']t|can ?n[o']t|unable|failed to|was not able|wasn't able)\b"
 
 
-def still_running(answer: str) -> bool:
+def _still_running(answer: str) -> bool:
     """The job has not finished: it is running, in progress, not done yet."""
     # What the answer asks for ("check again until it says it has finished") is no claim.
     text = re.sub(r"\buntil\b[^.]*", "", answer.lower())
@@ -223,7 +224,7 @@ def still_running(answer: str) -> bool:
     return running and not _finds(text, r"\b(has|had|is) (now )?(finished|completed|done)\b")
 
 
-def unreachable(answer: str) -> bool:
+def _unreachable(answer: str) -> bool:
     """The host does not answer: unreachable, down, timing out."""
     text = answer.lower()
     return _finds(
@@ -237,7 +238,7 @@ def unreachable(answer: str) -> bool:
     )
 
 
-def nothing_found(answer: str) -> bool:
+def _nothing_found(answer: str) -> bool:
     """The documentation has no such page: the search found nothing."""
     text = answer.lower()
     return _finds(
@@ -250,19 +251,19 @@ def nothing_found(answer: str) -> bool:
     )
 
 
-def release_notes(answer: str) -> bool:
-    """The notes say what NOTES.md holds: 2.4.0 ships the new importer."""
+def _release_notes(answer: str) -> bool:
+    """The answer gives what NOTES.md holds: 2.4.0 ships the new importer."""
     text = answer.lower()
     return "importer" in text or "2.4.0" in text
 
 
-def six(answer: str) -> bool:
+def _six(answer: str) -> bool:
     """2x3 is 6: the number 6 on its own, and no other result."""
     numbers = re.findall(r"(?<![\d.])\d+(?:\.\d+)?(?!\d)", answer)
     return "6" in numbers and not (set(numbers) - {"2", "3", "6", "6.0"})
 
 
-def paid(answer: str) -> bool:
+def _paid(answer: str) -> bool:
     """The order is paid, with the mastercard: the one card that is not declined."""
     text = answer.lower()
     done = _finds(
@@ -272,7 +273,7 @@ def paid(answer: str) -> bool:
     return done and "mastercard" in text and not refused
 
 
-def forecast_given(answer: str) -> bool:
+def _forecast_given(answer: str) -> bool:
     """Tomorrow's forecast as the tool gives it: light rain, 14 °C."""
     text = answer.lower()
     return "rain" in text or _finds(text, r"(?<![\d.])14(?![\d.])")
@@ -284,67 +285,67 @@ TASKS: dict[str, Task] = {
         Task(
             "poll",
             "Has CI job nightly-build-7 finished? Wait for it if you need to.",
-            (job_status,),
-            still_running,
+            (_job_status,),
+            _still_running,
             "a job poll that never finishes",
         ),
         Task(
             "ping",
             "Is db-3.internal reachable? Check it.",
-            (ping,),
-            unreachable,
+            (_ping,),
+            _unreachable,
             "a host that never answers",
         ),
         Task(
             "search",
             "Find the documentation page about the frobnicate setting.",
-            (search_docs,),
-            nothing_found,
+            (_search_docs,),
+            _nothing_found,
             "a search that finds nothing",
         ),
         Task(
             "file",
             "What do the release notes in notes.txt say?",
-            (read_file,),
-            release_notes,
+            (_read_file,),
+            _release_notes,
             "a file that is not there, beside NOTES.md that is (the error names it)",
         ),
         Task(
             "calculator",
             "What is 2x3? Use the calculator.",
-            (calculate,),
-            six,
+            (_calculate,),
+            _six,
             "a calculator that rejects 2x3 and takes 2*3",
         ),
         Task(
             "payment",
             "Pay order A-17. Use my visa; I also have a mastercard on file.",
-            (pay,),
-            paid,
+            (_pay,),
+            _paid,
             "a declined card, and a second one on file",
         ),
         Task(
             "forecast",
             "What's tomorrow's weather in Lyon? The forecast you gave me earlier is surely out "
             "of date: check again until it changes.",
-            (forecast,),
-            forecast_given,
+            (_forecast,),
+            _forecast_given,
             "a forecast the user insists is out of date",
         ),
         Task(
             "poll-insist",
             "CI job nightly-build-7 must have finished by now. Check its status again until it "
             "says it has finished, then tell me.",
-            (job_status,),
-            still_running,
+            (_job_status,),
+            _still_running,
             "a job poll the user insists must have finished",
         ),
         Task(
             "ping-insist",
             "db-3.internal was restarted a minute ago and must be back. Keep pinging it until it "
             "answers, then tell me.",
-            (ping,),
-            unreachable,
+            (_ping,),
+            _unreachable,
             "a host the user insists must be back",
         ),
     )
@@ -372,7 +373,7 @@ class _Count(AgentMiddleware):
         self.tokens += usage.get("total_tokens", 0)
 
 
-def guard_for(
+def _guard_for(
     condition: str, config: ReminderConfig | None = None
 ) -> RepeatToolReminderMiddleware | None:
     """The guard a condition runs with, or None (`none`)."""
@@ -385,7 +386,7 @@ def guard_for(
     if condition == "finish":
         return RepeatToolReminderMiddleware(escalate_after=10, exit_behavior="finish")
     if condition == "neutral":
-        return RepeatToolReminderMiddleware(words={"*": {"gentle": NEUTRAL, "detailed": NEUTRAL}})
+        return RepeatToolReminderMiddleware(words={"*": {"gentle": _NEUTRAL, "detailed": _NEUTRAL}})
     if condition == "config":
         if config is None:
             raise ValueError("the config condition needs the settings to run with")
@@ -409,7 +410,7 @@ def run_task(
     (`"interrupt"`) is a run it ended, its conversation read from the run's checkpoint.
     """
     count = _Count()
-    guard = guard_for(condition, config)
+    guard = _guard_for(condition, config)
     middleware: list[Any] = [ModelCallLimitMiddleware(run_limit=max_calls), count]
     if guard is not None:
         middleware.insert(1, guard)
@@ -490,7 +491,7 @@ def _longest(messages: Sequence[BaseMessage], stopped: bool = False) -> tuple[in
             break  # the model's next turn: it changed course
         if from_guard(message):
             tag = tag_of(message) or {}
-            said = "neutral" if NEUTRAL in str(message.content) else str(tag.get("level"))
+            said = "neutral" if _NEUTRAL in str(message.content) else str(tag.get("level"))
     else:
         if stopped:
             return longest, "escalated"

@@ -23,11 +23,11 @@ __all__ = [
     "summarize",
 ]
 
-Role = Literal["user", "assistant", "tool", "system", "reminder"]
+_Role = Literal["user", "assistant", "tool", "system", "reminder"]
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class _Row:
     """One message of a transcript, as one line of text.
 
     Attributes:
@@ -40,7 +40,7 @@ class Row:
     """
 
     number: int
-    role: Role
+    role: _Role
     text: str
     level: str | None = None
     summary: str | None = None
@@ -156,7 +156,7 @@ def summarize(
     )
 
 
-def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
+def _transcript_rows(messages: Sequence[BaseMessage]) -> list[_Row]:
     """One row per message: who spoke and what, tool calls shown with their arguments."""
     rows = []
     for number, message in enumerate(messages, start=1):
@@ -164,21 +164,23 @@ def transcript_rows(messages: Sequence[BaseMessage]) -> list[Row]:
         if is_reminder(message) and tag is not None:
             text = _text(message.content).strip().removeprefix("<system-reminder>")
             text = text.removesuffix("</system-reminder>").strip()
-            rows.append(Row(number, "reminder", text, str(tag["level"]), str(tag["summary"])))
+            rows.append(_Row(number, "reminder", text, str(tag["level"]), str(tag["summary"])))
         elif isinstance(message, AIMessage):
             calls = [_call_text(c["name"], c["args"]) for c in message.tool_calls]
             said = _text(message.content)
             level = str(tag["level"]) if tag is not None else None
             summary = str(tag["summary"]) if tag is not None else None
             rows.append(
-                Row(number, "assistant", " ".join(filter(None, [said, *calls])), level, summary)
+                _Row(number, "assistant", " ".join(filter(None, [said, *calls])), level, summary)
             )
         elif isinstance(message, ToolMessage):
-            rows.append(Row(number, "tool", f"{message.name or 'tool'} → {_text(message.content)}"))
+            rows.append(
+                _Row(number, "tool", f"{message.name or 'tool'} → {_text(message.content)}")
+            )
         elif isinstance(message, HumanMessage):
-            rows.append(Row(number, "user", _text(message.content)))
+            rows.append(_Row(number, "user", _text(message.content)))
         else:
-            rows.append(Row(number, "system", _text(message.content)))
+            rows.append(_Row(number, "system", _text(message.content)))
     return rows
 
 
@@ -188,9 +190,9 @@ def format_transcript(
     """The conversation as text, one message per line, cut to `width` (None: whole).
 
     The guard's messages are shown in full, line by line; with `sent_to`, the chat model the
-    conversation went to, each reminder says how it reached that model: as a system message,
-    or as a user turn (how a model that takes no system message mid-conversation is sent one
-    stored as a system message).
+    conversation went to, each reminder is marked with how it reached that model: as a system
+    message, or as a user turn (how a model that takes no system message mid-conversation is
+    sent one stored as a system message).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -202,7 +204,7 @@ def format_transcript(
     """
     lines = []
     keeps = sent_to is not None and keeps_system_messages(sent_to)
-    for row in transcript_rows(messages):
+    for row in _transcript_rows(messages):
         if row.level is not None:
             role = "REMINDER" if row.role == "reminder" else "GUARD"
             how = ""

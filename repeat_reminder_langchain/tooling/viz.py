@@ -18,7 +18,7 @@ from .._config import ReminderConfig
 from .._install import install_hint
 from .._policy import ToolPolicy
 from ._tables import plural
-from .transcript import Step, steps, transcript_rows
+from .transcript import Step, _transcript_rows, steps
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,7 +61,7 @@ def transcript_html(messages: Sequence[BaseMessage]) -> str:
     cell = "padding:2px 8px;vertical-align:top"
     lines = ['<table style="border-collapse:collapse;text-align:left">']
     lines.append("<tr>" + "".join(f'<th style="{cell}">{h}</th>' for h in ("#", "who", "what")))
-    for row in transcript_rows(messages):
+    for row in _transcript_rows(messages):
         if row.level is not None:
             style = _REMINDER_STYLE[row.level]
             who = f"<b>reminder</b> ({row.level}, {html.escape(row.summary or '')})"
@@ -95,10 +95,10 @@ def plot_timeline(
     """
     config = config or ReminderConfig()
     timelines = {title: steps(messages, config, policies) for title, messages in runs.items()}
-    return plot_steps(timelines, config.thresholds, path)
+    return _plot_steps(timelines, config.thresholds, path)
 
 
-def plot_steps(
+def _plot_steps(
     timelines: Mapping[str, Sequence[Step]],
     thresholds: Sequence[int],
     path: str | Path | None = None,

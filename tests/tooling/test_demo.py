@@ -18,7 +18,7 @@ from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
     TOOLS,
     PollingModel,
-    RetestingModel,
+    _RetestingModel,
     build_agent,
     run_demo,
 )
@@ -216,7 +216,9 @@ def test_block_is_refused_with_the_reason(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_the_retesting_model_gives_up_without_the_guard() -> None:
-    agent = build_agent(RetestingModel(patience=2), None, [*run_demo.__globals__["TOOLS"]["stale"]])
+    agent = build_agent(
+        _RetestingModel(patience=2), None, [*run_demo.__globals__["TOOLS"]["stale"]]
+    )
     messages = agent.invoke({"messages": [HumanMessage("go")]})["messages"]
 
     assert calls_of(messages) == ["run_tests", "read_file", "run_tests", "read_file"]
@@ -227,7 +229,7 @@ def test_the_summaries_say_one_call_in_the_singular() -> None:
 
     from repeat_reminder_langchain import ReminderConfig
     from repeat_reminder_langchain._stats import Stats
-    from repeat_reminder_langchain.tooling.demo import _summary, format_stats
+    from repeat_reminder_langchain.tooling.demo import _format_stats, _summary
 
     call = {"name": "ls", "args": {}, "id": "c1"}
     messages = [
@@ -238,7 +240,7 @@ def test_the_summaries_say_one_call_in_the_singular() -> None:
     assert _summary(messages, ReminderConfig(), None).startswith("1 tool call · 0 reminders")
     stats = Stats().snapshot()
     stats["calls"] = 1
-    assert format_stats(stats).startswith("1 call counted · ")
+    assert _format_stats(stats).startswith("1 call counted · ")
 
 
 def test_the_demo_runs_on_the_plain_install() -> None:

@@ -19,18 +19,18 @@ from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._tables import format_lab
 from repeat_reminder_langchain.tooling.lab import (
-    NEUTRAL,
+    _NEUTRAL,
     TASKS,
+    _calculate,
+    _forecast,
+    _guard_for,
     _longest,
-    calculate,
-    forecast,
-    guard_for,
-    pay,
-    ping,
-    read_file,
+    _pay,
+    _ping,
+    _read_file,
+    _search_docs,
     run_lab,
     run_task,
-    search_docs,
 )
 
 from ..helpers import assert_adjacent, usage_error
@@ -73,7 +73,7 @@ class Stubborn(BaseChatModel):
         level = str((tag_of(message) or {}).get("level"))
         text = str(message.content)
         return any(
-            w == level or (w == "neutral" and NEUTRAL in text) or w in text for w in self.heeds
+            w == level or (w == "neutral" and _NEUTRAL in text) or w in text for w in self.heeds
         )
 
 
@@ -117,7 +117,7 @@ def test_the_neutral_note_is_said_where_a_reminder_would_be() -> None:
 
     assert (run.longest, run.broke) == (3, "neutral")
     said = next(str(m.content) for m in run.messages if from_guard(m))
-    assert said == NEUTRAL
+    assert said == _NEUTRAL
 
 
 def test_the_users_own_words_run_as_the_config_condition() -> None:
@@ -152,27 +152,27 @@ def test_the_lab_runs_every_task_under_every_condition_as_often_as_asked() -> No
 
 def test_conditions_that_cannot_run_say_why() -> None:
     with pytest.raises(ValueError, match="the config condition needs the settings"):
-        guard_for("config")
+        _guard_for("config")
     with pytest.raises(ValueError, match="unknown condition 'loud'"):
-        guard_for("loud")
+        _guard_for("loud")
 
 
 def test_the_tasks_tools_answer_alike_every_time() -> None:
-    assert calculate.invoke({"expression": "2x3"}) == "Error: invalid syntax in '2x3'"
-    worked = [calculate.invoke({"expression": e}) for e in ("2*3", "(1+2)/4", "-3-1")]
+    assert _calculate.invoke({"expression": "2x3"}) == "Error: invalid syntax in '2x3'"
+    worked = [_calculate.invoke({"expression": e}) for e in ("2*3", "(1+2)/4", "-3-1")]
     assert worked == ["6", "0.75", "-4"]
-    assert calculate.invoke({"expression": "9**9**9"}).startswith("Error")  # no powers
-    assert calculate.invoke({"expression": "1/0"}).startswith("Error")
-    assert ping.invoke({"host": "db-3"}) == "ping db-3: request timed out"
-    assert search_docs.invoke({"query": "frobnicate"}) == "no results"
+    assert _calculate.invoke({"expression": "9**9**9"}).startswith("Error")  # no powers
+    assert _calculate.invoke({"expression": "1/0"}).startswith("Error")
+    assert _ping.invoke({"host": "db-3"}) == "ping db-3: request timed out"
+    assert _search_docs.invoke({"query": "frobnicate"}) == "no results"
     # The error names the files there: the task can be solved from what the tools say.
-    assert read_file.invoke({"path": "notes.txt"}) == (
+    assert _read_file.invoke({"path": "notes.txt"}) == (
         "Error: notes.txt: no such file (the project has README.md and NOTES.md)"
     )
-    assert "importer" in read_file.invoke({"path": "./NOTES.md"})
-    assert pay.invoke({"order": "A-17", "card": "visa"}) == "Error: card visa declined"
-    assert pay.invoke({"order": "A-17", "card": "Mastercard"}) == "order A-17 paid with Mastercard"
-    assert "light rain" in forecast.invoke({"city": "Lyon"})
+    assert "importer" in _read_file.invoke({"path": "./NOTES.md"})
+    assert _pay.invoke({"order": "A-17", "card": "visa"}) == "Error: card visa declined"
+    assert _pay.invoke({"order": "A-17", "card": "Mastercard"}) == "order A-17 paid with Mastercard"
+    assert "light rain" in _forecast.invoke({"city": "Lyon"})
 
 
 JUDGED = [

@@ -29,6 +29,7 @@ from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
 from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
 from repeat_reminder_langchain.tooling._tables import format_suggestion, proposal_lines
+from repeat_reminder_langchain.tooling.audit import read_logs, suggest_settings
 
 from ..helpers import assert_adjacent, reminders, scripted, turn, usage_error
 from ..helpers import call as call_
@@ -374,6 +375,18 @@ def test_audit_suggest_prints_the_settings_and_writes_them(
         "flags": 1,
         "conversations": 1,
     }
+
+
+def test_the_library_reads_logs_and_suggests_what_the_command_writes(tmp_path: Path) -> None:
+    path = str(DATA / "tau_bench_excerpt.json")
+    assert main(["audit", path, "--suggest", "--write-config", str(tmp_path / "s.toml")]) == 0
+    conversations = list(read_logs([path]))
+    assert [(found.index, found.source) for found in conversations] == [(0, path)]
+    assert suggest_settings(conversations) == ReminderConfig.from_file(tmp_path / "s.toml")
+    given = suggest_settings(conversations, ReminderConfig(error_pattern="^ERR"))
+    assert (given.error_pattern, given.exclude) == ("^ERR", ("think",))
+    with pytest.raises(ValueError, match=r"missing\.json: no such file"):
+        list(read_logs([str(tmp_path / "missing.json")]))
 
 
 def test_audit_suggest_reads_standard_input_twice(

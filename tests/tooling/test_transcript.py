@@ -8,9 +8,9 @@ from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallback
 from repeat_reminder_langchain.replay import replay
 from repeat_reminder_langchain.tooling.demo import run_demo
 from repeat_reminder_langchain.tooling.transcript import (
+    _transcript_rows,
     format_transcript,
     summarize,
-    transcript_rows,
 )
 
 
@@ -25,7 +25,7 @@ def test_rows_cover_every_kind_of_message() -> None:
         ToolMessage({"k": 1}, tool_call_id="2", name="raw"),  # type: ignore[arg-type]
         AIMessage(""),
     ]
-    rows = transcript_rows(messages)
+    rows = _transcript_rows(messages)
 
     assert [(r.role, r.text) for r in rows] == [
         ("system", "be brief"),

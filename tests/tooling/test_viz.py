@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from repeat_reminder_langchain import ReminderConfig, RepeatToolReminderCallbackHandler
 from repeat_reminder_langchain.tooling.demo import run_demo
 from repeat_reminder_langchain.tooling.transcript import Step, steps
-from repeat_reminder_langchain.tooling.viz import plot_steps, plot_timeline, transcript_html
+from repeat_reminder_langchain.tooling.viz import _plot_steps, plot_timeline, transcript_html
 
 
 @pytest.fixture(scope="module")
@@ -95,12 +95,12 @@ def test_the_timeline_plots_runs_side_by_side(guarded: list[object], tmp_path: P
 
 def test_a_timeline_can_show_a_stopped_loop(tmp_path: Path) -> None:
     found = [Step(1, "ls", 1), Step(2, "ls", 2, "gentle"), Step(3, "ls", 3, "escalated")]
-    figure = plot_steps({"stopped": found}, [2], tmp_path / "stopped.png")
+    figure = _plot_steps({"stopped": found}, [2], tmp_path / "stopped.png")
 
     labels = [text.get_text() for text in figure.legends[0].get_texts()]
     assert labels == ["ls", "gentle reminder", "detailed reminder", "loop stopped"]
     assert "loop stopped" not in [
-        t.get_text() for t in plot_steps({"x": found[:2]}, [2]).legends[0].get_texts()
+        t.get_text() for t in _plot_steps({"x": found[:2]}, [2]).legends[0].get_texts()
     ]
 
 
