@@ -32,8 +32,9 @@ from ._checks import (
     validation_problems,
 )
 from ._detectors import DETECTORS
+from ._exits import ExitBehavior
 from ._policy import Rules, ToolPolicy, compile_paths
-from ._reminder import ExitBehavior, sample_words, warn, word_fields
+from ._reminder import sample_words, warn, word_fields
 from ._settings_file import read_settings, settings_text
 
 __all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config", "short_forms"]

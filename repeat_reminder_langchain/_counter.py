@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
 from ._detectors import DETECTORS, Detector, Seen
+from ._exits import END, EXITS
 from ._policy import Levels, Rules, ToolPolicy
 from ._reminder import Escalation, Reminder, preview
 
@@ -291,7 +292,7 @@ class LoopCounter:
         pattern = config.error_pattern
         self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
-        self.blocking = self._limit is not None and config.exit_behavior == "block"
+        self.blocking = self._limit is not None and EXITS[config.exit_behavior].refuses
         self._preview = config.arguments_preview_chars
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The detectors asked what of their memory a new user message leaves in place.
@@ -592,7 +593,7 @@ class LoopCounter:
                     continue
             elif number != limit:
                 continue
-            behavior = "end" if again else self.config.exit_behavior
+            behavior = END.name if again else self.config.exit_behavior
             return Escalation(
                 call.tool,
                 number,
@@ -625,7 +626,7 @@ class LoopCounter:
             count,
             detector,
             self._cut(arguments),
-            "end",
+            END.name,
             digest(arguments),
             0,
             self._limit or 0,

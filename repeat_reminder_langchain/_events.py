@@ -95,6 +95,9 @@ def reminder_event(
     }
 
 
+_NOT_STOPPED = "repeat tool loop would be stopped"  # observed, or nothing on the face ends it
+
+
 def escalation_event(
     escalation: Escalation,
     config: ReminderConfig,
@@ -225,14 +228,9 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
         escalation = counted.escalation
         escalated = escalation_event(escalation, config, thread, acted=delivered)
         logged = escalated if config.log_arguments else _without_arguments(escalated)
-        if not escalated["acted"]:
-            outcome = "repeat tool loop would be stopped"
-        elif escalation.behavior == "block":
-            outcome = "repeat tool call refused"  # the model decides what comes next
-        elif escalation.behavior == "finish":
-            outcome = "repeat tool loop: the model is asked for its answer (finish)"
-        else:
-            outcome = f"repeat tool loop stopped ({escalation.behavior})"
+        outcome = (
+            escalation.exit.done if escalated["acted"] else "repeat tool loop would be stopped"
+        )
         logger.warning(
             "%s: %s (%s, %s count reached escalate_after=%s), arguments %s, thread %s, run %s",
             outcome,

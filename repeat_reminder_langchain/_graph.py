@@ -157,8 +157,8 @@ class RepeatToolReminderNode:
         # on from it by `route`: LangGraph calls it after each run of a node wired so.
         settings = self._guard.config
         stops = settings.escalate_after is not None and settings.mode == "remind"
-        self._ends = stops and settings.exit_behavior in ("end", "finish")
-        self._finishes = stops and settings.exit_behavior == "finish"
+        self._ends = stops and self._guard.exit.ends
+        self._finishes = stops and self._guard.exit.asks_answer
         self._routed = False
         self._runs = 0
 
@@ -261,7 +261,8 @@ class RepeatToolReminderNode:
             if asked is None:
                 return None
             tool = str(request.tool_call.get("name") or "")
-            return Escalation(tool, int(asked["count"]), str(asked["detector"]), "", "finish")
+            count, detector = int(asked["count"]), str(asked["detector"])
+            return Escalation(tool, count, detector, "", self._guard.exit.name)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None

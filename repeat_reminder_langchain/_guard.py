@@ -30,6 +30,7 @@ from ._conversation import is_user_message, read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
+from ._exits import EXITS
 from ._messages import escalation_message, finish_message, placed, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
@@ -154,6 +155,7 @@ class Guard:
         "asks",
         "config",
         "counter",
+        "exit",
         "keeps_run",
         "name",
         "not_user",
@@ -183,8 +185,9 @@ class Guard:
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.keeps_run = keeps_run
         self.words = Words(config.words) if config.words else None  # most guards have none
+        self.exit = EXITS[config.exit_behavior]  # how it stops a loop: no face reads the name
         # Whether a loop it stops asks a human, with no run seen yet that cannot resume.
-        self.asks = self.reaches_model and config.exit_behavior == "interrupt"
+        self.asks = self.reaches_model and self.exit.pauses
 
     def step(
         self,
@@ -347,16 +350,16 @@ class Guard:
         stop: BaseException | None = None
         if self.config.mode == "observe":
             pass
-        elif escalation is None or escalation.behavior == "block":
+        elif escalation is None or escalation.exit.refuses:
             reminders = [r for r in found.reminders if r.reminds]  # the others report only
             if reminders:
                 messages = [reminder_message(reminders, kind, self.words)]
-        elif escalation.behavior == "error":
+        elif escalation.exit.raises:
             stop = RepeatToolLoopError(escalation, told.thread)
-        elif escalation.behavior == "interrupt":
+        elif escalation.exit.pauses:
             record, messages, end, stop = self._ask(record, escalation)
             answered = stop is None  # its loop was reported when the human was asked
-        elif escalation.behavior == "finish":
+        elif escalation.exit.asks_answer:
             # The model's next call is its last: its tools withheld where the face owns the
             # call (the middleware), and a model that calls all the same is ended.
             messages = [finish_message(escalation, kind, self.words)]

@@ -104,17 +104,7 @@ def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:
     One it refused (`"block"`), or one made after the model was asked for its answer
     (`"finish"`).
     """
-    if escalation.behavior == "finish":
-        text = (
-            f"Not run: you were asked for your answer, since `{escalation.tool}` was looping. "
-            "Answer the user now with what you have found."
-        )
-    else:
-        text = (
-            f"Not run: `{escalation.tool}` was called {escalation.count} times in a row with "
-            "exactly these arguments, and the result would not change. Choose a different "
-            "action or different arguments, or finish with what you have."
-        )
+    text = escalation.exit.refusal.format(tool=escalation.tool, count=escalation.count)
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     return ToolMessage(
         text,

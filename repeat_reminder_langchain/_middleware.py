@@ -191,7 +191,7 @@ class RepeatToolReminderMiddleware(
         )
         self.stats = self._guard.stats
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking
-        self._finishes = self._guard.reaches_model and self.config.exit_behavior == "finish"
+        self._finishes = self._guard.reaches_model and self._guard.exit.asks_answer
         # What each agent's tools declare, by the tools of its requests (one agent's tools are
         # the same objects every request); and which of them made each model turn, by its id:
         # a turn counts with its own agent's tools, whatever other agents share the instance.
@@ -416,7 +416,9 @@ class RepeatToolReminderMiddleware(
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored the withheld tools): the call does not run, and the run then ends.
                 tool = str(request.tool_call.get("name") or "")
-                withheld = Escalation(tool, record.get("count", 0), asked, "", "finish")
+                withheld = Escalation(
+                    tool, record.get("count", 0), asked, "", self._guard.exit.name
+                )
                 return blocked_result(withheld, call_id)
             if not self._blocks:
                 return None

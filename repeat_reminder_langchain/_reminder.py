@@ -14,12 +14,12 @@ from types import FrameType
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from ._detectors import DETECTORS
+from ._exits import EXITS, Exit, ExitBehavior
 
 __all__ = [
     "LOGGER_NAME",
     "SOURCE",
     "Escalation",
-    "ExitBehavior",
     "Level",
     "Reminder",
     "ReminderTag",
@@ -100,17 +100,6 @@ def _outside(frame: FrameType | None) -> int:
 
 
 Level = Literal["gentle", "detailed"]
-ExitBehavior = Literal["end", "finish", "error", "interrupt", "block"]
-
-_ESCALATION = (
-    "Stopped: the agent was looping on `{tool}` ({what} {count} times). The run ended here "
-    "instead of repeating the call again; the conversation is complete up to this point."
-)
-_FINISH = (
-    "You have been looping on `{tool}` ({what} {count} times), and another call will not tell "
-    "you anything new. This is your last turn: answer the user now with what you have found, "
-    "and say plainly what is still unknown."
-)
 
 
 class ReminderTag(TypedDict):
@@ -263,7 +252,7 @@ class Escalation:
         """
         entry = _entry(words, self.detector, "final")
         if entry is None:
-            own: str | Callable[[Any], str] = _FINISH if self.behavior == "finish" else _ESCALATION
+            own: str | Callable[[Any], str] = self.exit.words
         else:
             own = entry[1]
         if callable(own):
@@ -278,6 +267,11 @@ class Escalation:
                 what=DETECTORS[self.detector].words.stopped,
             )
         )
+
+    @property
+    def exit(self) -> Exit:
+        """How the guard stops this loop."""
+        return EXITS[self.behavior]
 
     def tag(self) -> ReminderTag:
         """What marks the guard's final message of a run it ended."""

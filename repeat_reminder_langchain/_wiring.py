@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._config import ReminderConfig
+from ._exits import EXITS
 
 __all__ = ["Misplaced", "refuse_block"]
 
@@ -25,7 +26,7 @@ class Misplaced:
 
 def refuse_block(config: ReminderConfig) -> None:
     """Refuse `exit_behavior="block"` on a face that cannot see a call before it runs."""
-    if config.escalate_after is not None and config.exit_behavior == "block":
+    if config.escalate_after is not None and EXITS[config.exit_behavior].refuses:
         raise TypeError(
             'exit_behavior="block" needs RepeatToolReminderMiddleware: only middleware sees '
             "a call before it runs"

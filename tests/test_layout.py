@@ -43,6 +43,7 @@ ROOMS = {
         "_detectors.same_output",
         "_detectors.stale",
         "_escalation",
+        "_exits",
         "_policy",
         "_reminder",
     },
@@ -231,3 +232,21 @@ def test_a_public_module_defines_no_public_name_beyond_its_all() -> None:
         if public - set(module.__all__):
             extra[name] = sorted(public - set(module.__all__))
     assert extra == {}
+
+
+def test_one_module_decides_what_each_exit_behavior_does() -> None:
+    # Every other module asks the exit's object (`EXITS[name]`, `escalation.exit`), never
+    # compares the name: a behaviour added or changed is changed in `_exits` alone.
+    compared = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if _name(path) == "_exits":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare):
+                names = [
+                    side.attr if isinstance(side, ast.Attribute) else getattr(side, "id", "")
+                    for side in (node.left, *node.comparators)
+                ]
+                if any(name.endswith("behavior") for name in names):
+                    compared.append(f"{_name(path)}:{node.lineno}")
+    assert compared == []

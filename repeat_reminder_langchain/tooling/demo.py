@@ -37,6 +37,7 @@ from langgraph.types import Command
 from .._callbacks import RepeatToolReminderCallbackHandler
 from .._config import ReminderConfig
 from .._escalation import RepeatToolLoopError
+from .._exits import EXITS
 from .._graph import RepeatToolReminderNode
 from .._reminder import SOURCE, is_reminder, tag_of
 from .._stats import StatsSnapshot
@@ -391,7 +392,7 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
     """`demo`: run the scenario with the guard and without, print both; the exit code."""
     from .transcript import format_transcript
 
-    if config.escalate_after is not None and config.exit_behavior == "block":
+    if config.escalate_after is not None and EXITS[config.exit_behavior].refuses:
         print(
             "error: --exit-behavior block needs the middleware (create_agent), which sees a "
             "call before it runs; this demo's graph uses the handler and node: use end, error "
