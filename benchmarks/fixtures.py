@@ -49,10 +49,10 @@ def lookup(query: str, body: str = "") -> str:
     return "found"
 
 
-def tool_turn(index: int, args: dict[str, Any] | None = None) -> AIMessage:
-    """A model turn making one `lookup` call, with ids unique to `index`."""
+def tool_turn(index: int, args: dict[str, Any] | None = None, name: str = "lookup") -> AIMessage:
+    """A model turn making one call (`lookup`'s by default), with ids unique to `index`."""
     call = {
-        "name": "lookup",
+        "name": name,
         "args": {"query": f"q{index}"} if args is None else args,
         "id": f"call-{index}",
         "type": "tool_call",

@@ -52,8 +52,15 @@ def _by_model(model: type[BaseModel]) -> Reading:
         for name, field in model.model_fields.items()
         if not field.is_required()
     }
+    texts = _texts(model)
 
     def read(args: dict[str, Any]) -> dict[str, Any]:
+        if texts is not None and texts(args):
+            # Text the schema takes as it is: validating would give back the same values.
+            given = [name for name, default in defaults.items() if args.get(name, ...) == default]
+            if not given:
+                return args  # the call as sent: the turn is not copied for it
+            return {name: value for name, value in args.items() if name not in given}
         try:
             read = model.model_validate(args)
             fields = read.model_dump(mode="json")
@@ -68,6 +75,68 @@ def _by_model(model: type[BaseModel]) -> Reading:
         return fields
 
     return read
+
+
+_TEXT = (str, str | None)  # the field types a string reaches a tool through unchanged
+
+# The settings of a model that change or refuse a string on its way in or out.
+_SHAPING = (
+    "str_strip_whitespace",
+    "str_to_lower",
+    "str_to_upper",
+    "str_min_length",
+    "str_max_length",
+    "coerce_numbers_to_str",
+)
+# What a model may declare that changes a value on its way in or out.
+_DECORATORS = (
+    "validators",
+    "root_validators",
+    "field_validators",
+    "model_validators",
+    "field_serializers",
+    "model_serializers",
+    "computed_fields",
+)
+
+
+def _texts(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool] | None:
+    """For a model of text fields alone, read as declared, whether a call gives it text alone.
+
+    A call that does (every field it needs, each a string, or None where the field takes
+    None) is validated into the very values it sent, so reading it is leaving its defaults
+    out: most tools take text, and their calls are read in a fraction of the time. None: the
+    model has another field, an alias, a constraint, a validator or a serializer; every call
+    is validated.
+    """
+    fields = model.model_fields
+    decorators = model.__pydantic_decorators__
+    if (
+        any(model.model_config.get(setting) for setting in _SHAPING)
+        or any(getattr(decorators, kind) for kind in _DECORATORS)
+        or any(
+            field.annotation not in _TEXT
+            or field.metadata
+            or field.alias is not None
+            or field.validation_alias is not None
+            for field in fields.values()
+        )
+    ):
+        return None
+    required = [name for name, field in fields.items() if field.is_required()]
+    nullable = frozenset(name for name, field in fields.items() if field.annotation is not str)
+    closed = model.model_config.get("extra") == "forbid"
+
+    def given_text(args: dict[str, Any]) -> bool:
+        for name, value in args.items():
+            if name in fields:
+                if type(value) is not str and not (value is None and name in nullable):
+                    return False
+            elif closed:
+                return False  # refused: validating says so
+        return all(name in args for name in required)
+
+    return given_text
 
 
 def _names(model: type[BaseModel]) -> Iterator[str]:
@@ -138,14 +207,21 @@ class ToolSchemas(dict[str, Reading]):
             self[name] = read
 
     def read(self, turn: Turn) -> Turn:
-        """`turn` with each call's arguments as its tool reads them."""
-        calls = turn.calls
-        if not any(call.tool in self for call in calls):
-            return turn
-        return turn._replace(calls=[self._call(call) for call in calls])
+        """`turn` with each call's arguments as its tool reads them.
 
-    def _call(self, call: Call) -> Call:
-        read = self.get(call.tool)
-        if read is None or type(call.args) is not dict:
-            return call
-        return call._replace(args=read(call.args))
+        The turn itself when its tool reads each as it was sent (most calls are written as the
+        tool reads them): nothing is copied for them.
+        """
+        calls: list[Call] | None = None
+        for position, call in enumerate(turn.calls):
+            read = self.get(call.tool)
+            if read is None or type(call.args) is not dict:
+                continue
+            args = read(call.args)
+            if args is not call.args:
+                calls = calls or list(turn.calls)
+                calls[position] = _make(Call, (call.id, call.tool, args, call.result, call.failed))
+        return turn if calls is None else turn._replace(calls=calls)
+
+
+_make = tuple.__new__  # a named tuple built without its Python-level constructor: every turn

@@ -11,6 +11,7 @@ from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from repeat_reminder_langchain import _arguments
 from repeat_reminder_langchain._arguments import ToolSchemas, reading
 from repeat_reminder_langchain._canonical import canonicalize
 from repeat_reminder_langchain._counter import Call, Turn
@@ -192,3 +193,75 @@ def test_the_block_refuses_a_call_spelt_otherwise(thread: str) -> None:
     messages = agent.invoke(ask(), thread)
     results = [m.status for m in messages if isinstance(m, ToolMessage)]
     assert results[:3] == ["success", "success", "error"]  # the third spelling is refused
+
+
+@tool
+def grep(pattern: str, path: str = ".", glob: str | None = None) -> str:
+    """Search files."""
+    return f"no match for {pattern} in {path}"
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    mode: str = "r"
+
+
+class Stripped(BaseModel):
+    model_config = ConfigDict(str_strip_whitespace=True)
+
+    path: str
+
+
+class Lowered(BaseModel):
+    name: Annotated[str, Field(max_length=5)]
+
+
+_TEXT_ARGS = [
+    {"pattern": "TODO"},
+    {"pattern": "TODO", "path": "."},
+    {"pattern": "TODO", "path": "src", "glob": None},
+    {"pattern": "TODO", "glob": "*.py", "more": 1},  # no field takes it: kept
+    {"pattern": 7},  # not text: validated (refused, read as sent)
+    {"path": "."},  # a required field missing: refused
+    {"pattern": None},
+    {},
+]
+
+
+@pytest.mark.parametrize(
+    "schema", [grep.tool_call_schema, Closed, Stripped, Lowered], ids=lambda s: s.__name__
+)
+@pytest.mark.parametrize("args", [*_TEXT_ARGS, {"path": " a ", "mode": "r"}, {"name": "abcdefg"}])
+def test_a_tool_that_takes_text_reads_a_call_as_validating_it_would(
+    monkeypatch: pytest.MonkeyPatch, schema: type[BaseModel], args: dict[str, Any]
+) -> None:
+    # The shortcut for text (no validation when the call sends text the schema takes as it
+    # is) reads every call as the full reading does, for the schemas it serves and those it
+    # must leave to validation (extra forbidden, whitespace stripped, a constraint).
+    quick = read(schema, args)
+    monkeypatch.setattr(_arguments, "_texts", lambda model: None)
+    assert quick == read(schema, args)
+
+
+def test_the_shortcut_serves_text_only_schemas() -> None:
+    assert _arguments._texts(grep.tool_call_schema) is not None
+    assert _arguments._texts(Closed) is not None
+    for other in (Stripped, Lowered, Search, read_file.tool_call_schema):
+        assert _arguments._texts(other) is None
+
+
+def test_a_turn_whose_calls_are_read_as_sent_is_not_copied() -> None:
+    schemas = ToolSchemas()
+    schemas.learn(grep)
+    schemas.learn(read_file)
+    as_sent = Turn("t", (Call("a", "grep", {"pattern": "TODO"}), Call("b", "other", {"x": 1})))
+    assert schemas.read(as_sent) is as_sent
+    spelt = Turn("t", (Call("a", "grep", {"pattern": "TODO", "path": "."}), *as_sent.calls))
+    read = schemas.read(spelt)
+    assert [call.args for call in read.calls] == [
+        {"pattern": "TODO"},
+        *(c.args for c in spelt.calls[1:]),
+    ]
+    assert read.calls[2] is spelt.calls[2]
