@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     PrivateAttr,
     ValidationError,
     ValidationInfo,
@@ -217,24 +218,60 @@ class ReminderConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # Each description is the field's one line of help: the command line makes its options
+    # from the fields' types, least values (`ge`: the validators refuse less with their own
+    # messages first) and these lines, a field named in backticks shown as its option.
     # Typed as sequences so that lists type-check at the call site; stored as tuples.
-    thresholds: Sequence[int] = (3, 5, 8)
-    include: Sequence[str] = ()
-    exclude: Sequence[str] = ()
-    arguments_preview_chars: int = 500
-    message_type: Literal["system", "human"] = "system"
-    repeat_every: int | None = None
-    ignore_arguments: Mapping[str, Sequence[str]] = _FrozenMapping({})
-    progress: Literal["none", "result", "auto"] = "none"
-    mode: Literal["remind", "observe"] = "remind"
-    detect: Sequence[str] = ("repeat",)  # the registry's names: a detector may be added
-    detectors: Mapping[str, Mapping[str, Any]] = _FrozenMapping({})
-    error_pattern: str | None = None
-    not_user: str | Callable[[Any], bool] | None = None
-    escalate_after: int | None = None
-    exit_behavior: ExitBehavior = "end"
-    words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = _FrozenMapping({})
-    log_arguments: bool = False
+    thresholds: Sequence[int] = Field(
+        (3, 5, 8), description="run lengths of identical calls that draw a reminder"
+    )
+    include: Sequence[str] = Field((), description="tools to track (* matches anything)")
+    exclude: Sequence[str] = Field((), description="tools the guard looks through, e.g. think")
+    arguments_preview_chars: int = Field(
+        500, ge=1, description="how much of the arguments a detailed reminder quotes"
+    )
+    message_type: Literal["system", "human"] = Field(
+        "system",
+        description="send reminders as system messages (default) or as tagged user messages",
+    )
+    repeat_every: int | None = Field(
+        None, ge=1, description="after the last threshold, remind again every N repeats"
+    )
+    ignore_arguments: Mapping[str, Sequence[str]] = Field(
+        _FrozenMapping({}),
+        description="arguments left out of the comparison, e.g. run_shell=description,timeout*",
+    )
+    progress: Literal["none", "result", "auto"] = Field(
+        "none", description="result: the same call with a new result starts a new run"
+    )
+    mode: Literal["remind", "observe"] = Field(
+        "remind", description="observe: count and report, add nothing to the conversation"
+    )
+    detect: Sequence[str] = Field(  # the registry's names: a detector may be added
+        ("repeat",), description="the detectors to run"
+    )
+    detectors: Mapping[str, Mapping[str, Any]] = Field(
+        _FrozenMapping({}), description="each detector's settings, by its name"
+    )
+    error_pattern: str | None = Field(
+        None,
+        description="a result whose text this matches is a failure (besides status=error)",
+    )
+    not_user: str | Callable[[Any], bool] | None = Field(
+        None,
+        description="user-role messages whose text this matches are not the user (a "
+        "harness's feedback): they reset nothing",
+    )
+    escalate_after: int | None = Field(
+        None, ge=2, description="stop the loop at this count, as `exit_behavior` says"
+    )
+    exit_behavior: ExitBehavior = Field("end", description="how the guard stops a loop")
+    words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = Field(
+        _FrozenMapping({}), description="reminder words of your own, by detector and level"
+    )
+    log_arguments: bool = Field(
+        False, description="whether the log lines quote the call's arguments beside their digest"
+    )
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 
@@ -250,6 +250,35 @@ def test_the_faces_keywords_are_exactly_the_configurations_fields() -> None:
     # to one and not the other would be refused, or untyped, at the call site.
     # The short forms of the detectors' thresholds are typed there too, each the registry's.
     assert set(ReminderFields.__annotations__) == {*ReminderConfig.model_fields, *short_forms()}
+
+
+def test_the_faces_keywords_are_typed_as_the_fields() -> None:
+    # ReminderFields is written out for the type checker: its types are held to the model's,
+    # a short form's to `thresholds`' (each detector's own are tuples, read the same way).
+    typed = get_type_hints(ReminderFields)
+    for name, field in ReminderConfig.model_fields.items():
+        assert typed[name] == field.annotation, name
+    for name in short_forms():
+        assert typed[name] == ReminderConfig.model_fields["thresholds"].annotation, name
+
+
+def test_every_field_has_one_line_of_help_and_the_least_value_its_validator_takes() -> None:
+    # The command line's options are made from these: a field without its line would show none.
+    for name, field in ReminderConfig.model_fields.items():
+        assert field.description, name
+        assert "\n" not in field.description, name
+    # A count's `ge` is what its option says it takes: its validator holds to the same.
+    bounded = {
+        name: bound.ge
+        for name, field in ReminderConfig.model_fields.items()
+        for bound in field.metadata
+        if hasattr(bound, "ge")
+    }
+    assert bounded == {"arguments_preview_chars": 1, "repeat_every": 1, "escalate_after": 2}
+    for name, least in bounded.items():
+        with pytest.raises(ConfigError, match=rf"^{name}: must be an integer >= {least}\b"):
+            ReminderConfig(**{name: least - 1})
+    assert ReminderConfig(arguments_preview_chars=1, repeat_every=1).repeat_every == 1
 
 
 def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> None:

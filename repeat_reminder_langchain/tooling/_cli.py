@@ -16,7 +16,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
-from typing import IO, Any, NoReturn
+from dataclasses import dataclass
+from types import UnionType
+from typing import IO, Any, Literal, NoReturn, get_args, get_origin
+
+from pydantic.fields import FieldInfo
 
 from .. import __version__
 from .._config import ConfigError, ReminderConfig, short_forms
@@ -181,101 +185,169 @@ def _fail_on(text: str) -> str | int:
 
 def _guard_options(command: argparse.ArgumentParser, *, audit: bool) -> None:
     group = command.add_argument_group("guard options (as ReminderConfig's fields)")
-    add = group.add_argument
-    add(
+    group.add_argument(
         "--config",
         metavar="FILE",
         help="the settings in a TOML or JSON file (ReminderConfig.from_file); the options "
         "below override it",
     )
-    add(
-        "--thresholds",
-        type=_numbers,
-        metavar="N,N,...",
-        help="run lengths of identical calls that draw a reminder (default 3,5,8)",
+    for name, option in _field_options(demo=not audit).items():
+        group.add_argument(_flag(name), **option)
+
+
+def _flag(name: str) -> str:
+    """A field's option: `--repeat-every` for `repeat_every`."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class _Offer:
+    """What the command line says of a field where the field itself does not tell it all.
+
+    Attributes:
+        parse: Reads the option's text, instead of the parser the field's type calls for
+            (`_kind`); with its own `metavar` and `action`.
+        metavar: The placeholder of an option read by `parse`.
+        action: What argparse does with the values `parse` reads.
+        help: Makes the help line, instead of the field's description.
+        hint: Said after the least whole number a count option takes, when it is refused.
+        more: Said after the help line (and its default).
+        demo_more: Said after that, for the demo only.
+        demo_only: The option is the demo's, not the audit's.
+    """
+
+    parse: Callable[[str], Any] | None = None
+    metavar: str | None = None
+    action: str | type[argparse.Action] = "store"
+    help: Callable[[], str] | None = None
+    hint: str = ""
+    more: str = ""
+    demo_more: str = ""
+    demo_only: bool = False
+
+
+class _ByTool(argparse.Action):
+    """`--ignore-arguments TOOL=ARG,...`, repeatable: the arguments gathered by tool."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        tool, arguments = values
+        gathered = getattr(namespace, self.dest) or {}
+        gathered.setdefault(tool, []).extend(arguments)
+        setattr(namespace, self.dest, gathered)
+
+
+def _detect_help() -> str:
+    # Read when the parser is built: a detector registered after import is listed.
+    return f"repeat (default), {', '.join(list(DETECTORS)[1:])}, or all"
+
+
+_OFFERS: dict[str, _Offer] = {
+    "repeat_every": _Offer(hint=", or leave the option out to stay silent"),
+    "ignore_arguments": _Offer(
+        parse=_ignore, metavar="TOOL=ARG,...", action=_ByTool, more="; repeatable, one tool each"
+    ),
+    # One list, not repeatable: `all` names every detector, so a second list would repeat one.
+    "detect": _Offer(parse=_detectors, metavar="DETECTOR,...", help=_detect_help),
+    "exit_behavior": _Offer(
+        more="; needs `escalate_after`",
+        demo_more="; block needs the middleware, so the demo refuses it",
+    ),
+    # An audit replays what the guard would have counted: it sends no reminder of any kind.
+    "message_type": _Offer(demo_only=True),
+    "mode": _Offer(demo_only=True),
+}
+"""The guard options the fields' types and descriptions do not make alone, by field."""
+
+_NOT_OFFERED: dict[str, str] = {
+    "detectors": "each detector's thresholds are options of their own, by their short forms "
+    "(--stale-thresholds, ...); its other settings are --config's",
+    "words": "format strings by detector and level: --config's",
+    "log_arguments": "the commands print no log lines",
+}
+"""The fields the command line has no option for, and why (a test holds every other field to
+an option)."""
+
+
+def _field_options(*, demo: bool) -> dict[str, dict[str, Any]]:
+    """The guard options of the demo or the audit: what argparse is told, by field.
+
+    One for each field of `ReminderConfig`, in its order, but those in `_NOT_OFFERED` (and
+    the demo's own, for the audit); in place of `detectors`, a short form for each detector's
+    thresholds. The field's type says how the option's text is read (`_kind`), its description
+    and default make the help line; `_OFFERS` says the rest.
+    """
+    options: dict[str, dict[str, Any]] = {}
+    for name, field in ReminderConfig.model_fields.items():
+        if name == "detectors":
+            options.update(_short_form_options())
+        offer = _OFFERS.get(name, _Offer())
+        if name in _NOT_OFFERED or (offer.demo_only and not demo):
+            continue
+        if offer.parse is None:
+            option = _kind(name, field, offer.hint)
+        else:  # read its own way
+            option = {"type": offer.parse, "metavar": offer.metavar, "action": offer.action}
+        said = offer.help() if offer.help is not None else str(field.description)
+        shown = _default(field.default)
+        if shown and "default" not in said:  # a line that names its default says it once
+            said += f" (default {shown})"
+        if option.get("action") == "extend":
+            said += "; repeatable"
+        said += offer.more + (offer.demo_more if demo else "")
+        option["help"] = re.sub(r"`(\w+)`", lambda m: _flag(m[1]), said)
+        options[name] = option
+    return options
+
+
+def _kind(name: str, field: FieldInfo, hint: str) -> dict[str, Any]:
+    """How an option reads a field's value, as the field's type says: parser, metavar, choices.
+
+    Raises:
+        TypeError: The type has no form on the command line (a new field's, say: offer it in
+            `_OFFERS`, or say why not in `_NOT_OFFERED`).
+    """
+    annotation = field.annotation
+    if get_origin(annotation) is Literal:
+        return {"choices": list(get_args(annotation))}
+    if annotation == Sequence[int]:
+        return {"type": _numbers, "metavar": "N,N,..."}
+    if annotation == Sequence[str]:  # the fields' lists of names are tool-name patterns
+        return {"type": _names, "action": "extend", "metavar": "PATTERN,..."}
+    types = (
+        set(get_args(annotation)) - {type(None)}
+        if isinstance(annotation, UnionType)
+        else {annotation}
     )
-    add(
-        "--repeat-every",
-        type=_count(1, ", or leave the option out to stay silent"),
-        metavar="N",
-        help="after the last threshold, remind again every N repeats",
-    )
-    add(
-        "--include",
-        type=_names,
-        action="extend",
-        metavar="PATTERN,...",
-        help="tools to track (* matches anything); repeatable",
-    )
-    add(
-        "--exclude",
-        type=_names,
-        action="extend",
-        metavar="PATTERN,...",
-        help="tools the guard looks through, e.g. think; repeatable",
-    )
-    add(
-        "--ignore-arguments",
-        type=_ignore,
-        action="append",
-        metavar="TOOL=ARG,...",
-        help="arguments left out of the comparison, e.g. run_shell=description,timeout*; "
-        "repeatable, one tool each",
-    )
-    add(
-        "--progress",
-        choices=["none", "result", "auto"],
-        help="result: the same call with a new result starts a new run",
-    )
-    add(
-        "--detect",
-        type=_detectors,
-        metavar="DETECTOR,...",
-        help=f"repeat (default), {', '.join(list(DETECTORS)[1:])}, or all",
-    )
+    if types == {int}:  # a count: at least what the field takes (its `ge`), or left out for None
+        least = [m.ge for m in field.metadata if isinstance(getattr(m, "ge", None), int)]
+        return {"type": _count(max(least, default=0), hint), "metavar": "N"}
+    if str in types:  # the fields' texts are regular expressions (not_user's function is no text)
+        return {"metavar": "REGEX"}
+    raise TypeError(f"{name}: the command line has no form for {annotation}")
+
+
+def _default(default: Any) -> str:
+    """A default as the help shows it: `3,5,8`, `500`, `end`; empty when there is none."""
+    if isinstance(default, (str, int)):
+        return str(default)
+    return ",".join(map(str, default or ()))
+
+
+def _short_form_options() -> dict[str, dict[str, Any]]:
+    """An option for each detector's thresholds, by their short form (`--stale-thresholds`)."""
     defaults = ReminderConfig()
-    for field, name in short_forms().items():  # each detector's thresholds, by its short form
+    options: dict[str, dict[str, Any]] = {}
+    for field, name in short_forms().items():
         shown = ",".join(map(str, defaults.detector_thresholds(name)))
-        add(
-            f"--{field.replace('_', '-')}",
-            type=_numbers,
-            metavar="N,...",
-            help=f"{DETECTORS[name].counts} that draw a {name} reminder (default {shown})",
-        )
-    add(
-        "--error-pattern",
-        metavar="REGEX",
-        help="a result whose text this matches is a failure (besides status=error)",
-    )
-    add(
-        "--not-user",
-        metavar="REGEX",
-        help="user-role messages whose text this matches are not the user (a harness's "
-        "feedback): they reset nothing",
-    )
-    add(
-        "--arguments-preview-chars",
-        type=_count(1),
-        metavar="N",
-        help="how much of the arguments a detailed reminder quotes (default 500)",
-    )
-    add(
-        "--escalate-after",
-        type=_count(2),
-        metavar="N",
-        help="stop the loop at this count, as --exit-behavior says",
-    )
-    add("--exit-behavior", choices=["end", "finish", "error", "interrupt", "block"],
-        help="how the guard stops a loop (default end); needs --escalate-after"
-        + ("" if audit else "; block needs the middleware, so the demo refuses it"))  # fmt: skip
-    if not audit:
-        add(
-            "--message-type",
-            choices=["system", "human"],
-            help="send reminders as system messages (default) or as tagged user messages",
-        )
-        add("--mode", choices=["remind", "observe"],
-            help="observe: count and report, add nothing to the conversation")  # fmt: skip
+        said = f"{DETECTORS[name].counts} that draw a {name} reminder (default {shown})"
+        options[field] = {"type": _numbers, "metavar": "N,...", "help": said}
+    return options
 
 
 def _program() -> str:
@@ -402,23 +474,13 @@ def _checkpointer_options(audit: argparse.ArgumentParser) -> None:
 
 _THREAD_OPTIONS = ("thread", "since", "limit", "namespace")
 
-_FIELDS = (
-    "thresholds", "repeat_every", "include", "exclude", "progress", "detect",
-    *short_forms(), "error_pattern", "not_user",
-    "arguments_preview_chars",
-    "escalate_after", "exit_behavior", "message_type", "mode",
-)  # fmt: skip
-
 
 def _config(args: argparse.Namespace) -> ReminderConfig:
     fields: dict[str, Any] = {
-        name: getattr(args, name) for name in _FIELDS if getattr(args, name, None) is not None
+        name: getattr(args, name)
+        for name in _field_options(demo=args.command == "demo")
+        if getattr(args, name) is not None
     }
-    if args.ignore_arguments:
-        ignored: dict[str, list[str]] = {}
-        for tool, keys in args.ignore_arguments:
-            ignored.setdefault(tool, []).extend(keys)
-        fields["ignore_arguments"] = ignored
     try:
         if args.config is not None:
             return ReminderConfig.from_file(args.config, **fields)
@@ -433,7 +495,7 @@ def _option_problem(line: str, given: Mapping[str, Any]) -> str:
     if line.split(":", maxsplit=1)[0] not in given:
         return line
     names = "|".join([*ReminderConfig.model_fields, *short_forms()])
-    return re.sub(rf"\b({names})\b", lambda m: "--" + m[1].replace("_", "-"), line)
+    return re.sub(rf"\b({names})\b", lambda m: _flag(m[1]), line)
 
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:

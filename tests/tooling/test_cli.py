@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import messages_to_dict
+from pydantic.fields import FieldInfo
 
 from repeat_reminder_langchain import ReminderConfig, __version__
+from repeat_reminder_langchain._config import short_forms
 from repeat_reminder_langchain._detectors import DETECTORS
+from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
@@ -180,6 +185,65 @@ def test_every_guard_option_reaches_the_config(
         "words": {},
         "log_arguments": False,
     }
+
+
+def test_every_field_is_an_option_or_said_not_to_be() -> None:
+    # The options are made from the fields: a field added to ReminderConfig is an option of
+    # the demo and the audit (the demo's own aside), or _NOT_OFFERED says why not.
+    commands = next(
+        action
+        for action in cli._parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    demo, audit = ({a.dest for a in commands.choices[c]._actions} for c in ("demo", "audit"))
+    fields = set(ReminderConfig.model_fields)
+    assert fields - demo == set(cli._NOT_OFFERED) != set()
+    assert not demo & set(cli._NOT_OFFERED)
+    demo_only = {name for name, offer in cli._OFFERS.items() if offer.demo_only}
+    assert demo_only and demo_only <= fields
+    assert fields & audit == fields & demo - demo_only
+    assert set(short_forms()) <= demo & audit
+    assert set(cli._OFFERS) <= fields - set(cli._NOT_OFFERED)
+
+
+def test_a_field_the_command_line_cannot_read_is_no_option() -> None:
+    with pytest.raises(
+        TypeError, match=re.escape("flag: the command line has no form for <class 'bool'>")
+    ):
+        cli._kind("flag", FieldInfo.from_annotation(bool), "")
+
+
+@pytest.mark.parametrize(
+    ("option", "least"), [("--arguments-preview-chars", 1), ("--escalate-after", 2)]
+)
+def test_a_count_option_takes_what_its_field_takes(
+    capsys: pytest.CaptureFixture[str], option: str, least: int
+) -> None:
+    line = usage_error(capsys, ["demo", option, str(least - 1)], "demo")
+    assert line == f"argument {option}: expected a whole number >= {least}; got '{least - 1}'"
+
+
+def test_the_help_lines_are_the_fields_descriptions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for said in (
+        "--thresholds N,N,... run lengths of identical calls that draw a reminder (default 3,5,8)",
+        "--include PATTERN,... tools to track (* matches anything); repeatable",
+        "--progress {none,result,auto} result: the same call with a new result starts a new "
+        "run (default none)",
+        "--escalate-after N stop the loop at this count, as --exit-behavior says",
+        "--exit-behavior {end,finish,error,interrupt,block} how the guard stops a loop "
+        "(default end); needs --escalate-after; block needs the middleware, so the demo "
+        "refuses it",
+        "--message-type {system,human} send reminders as system messages (default) or as "
+        "tagged user messages",
+    ):
+        assert said in out
+    assert main(["audit", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "how the guard stops a loop (default end); needs --escalate-after" in out
+    assert "the demo refuses it" not in out
+    assert "--message-type" not in out
 
 
 def test_python_m_runs_main(
