@@ -43,7 +43,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain._messages import placed, reminder_message
+from repeat_reminder_langchain._messages import reminder_message
 from repeat_reminder_langchain._reminder import SOURCE
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
@@ -67,6 +67,12 @@ EVERY_DETECTOR: dict[str, Any] = {
 REFERENCE = "floor"
 TARGETS = {"guard": 1.5, "guard, progress=result": 1.7, "guard, every detector": 3.0}
 FLAT = 1.05
+# A request to a model that takes no system message, in a thread with reminders stored as
+# system messages, is searched for them (the record notes no positions: it would grow with the
+# thread): each message more may cost the search this much, a scan in C (one in Python costs
+# some 0.1 µs a message; the model's client spends some 2.7 µs a message on the same request).
+SEARCHED = "wrap_model_call (stored reminders)"
+SEARCH = 0.05
 NODE_TARGET = 2.0
 # The loop guards a user would otherwise install, measured beside ours (the `bench` extra),
 # set so that they never block: the default guard is to cost no more than the cheapest.
@@ -141,8 +147,7 @@ def _record(
         # meets for the first time is counted once, from its history: `scaling`'s row).
         record: dict[str, Any] = {"turn": WATCHED}
         if stored:  # the guard's record of the earlier turns, which stored the reminders
-            at = [entry for index in _STORED_AT for entry in placed([turns[0][index]], index)]
-            record["system_at"] = at
+            record["system"] = True
         fields[SOURCE] = {middleware.name: record}
     clock = time.perf_counter
     spent = 0.0
@@ -306,8 +311,32 @@ def _guard_rows(rounds: int) -> list[Row]:
                 )
             )
     rows += _peer_rows(totals)
+    rows += _size_rows(added)
+    return rows
+
+
+def _size_rows(added: dict[tuple[str, int, str], list[float]]) -> list[Row]:
+    """Each hook of the default guard from `SHORT` to `LONG` messages: flat, or a µs a message."""
+    rows: list[Row] = []
     for (name, size, hook), long in sorted(added.items()):
         if name != "guard" or size != LONG:
+            continue
+        if hook == SEARCHED:
+            # Searched, not flat: what each message more costs the search (run in C).
+            more = [
+                (b - a) / (LONG - SHORT)
+                for a, b in zip(added[(name, SHORT, hook)], long, strict=True)
+            ]
+            rows.append(
+                Row(
+                    f"hooks.{_key(name)}.{_key(hook)}.per_message",
+                    f"{name}: {hook}, µs per message more ({SHORT} to {LONG:,})",
+                    _median(more),
+                    "us",
+                    SEARCH,
+                    _spread(more),
+                )
+            )
             continue
         ratios = [b / a for a, b in zip(added[(name, SHORT, hook)], long, strict=True) if a > 0]
         rows.append(

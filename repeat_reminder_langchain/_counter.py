@@ -100,11 +100,11 @@ class Record(TypedDict, total=False):
             model answering, tells whether it changed course).
         detectors: What each detector that keeps a memory remembers of the agent, under its
             name, as it writes it (`repeat` keeps none: its count is the run above).
-        system_at: Where the reminders stored as system messages are in the conversation, each
-            its position and the end of its id (`_messages.placed`): a model that takes no
-            system message mid-conversation is sent them as user turns, found there.
-        system: Whether reminders were stored as system messages with no note of where (a
-            record stored by 0.3): such a model's conversation is then searched for them.
+        system: Whether reminders were stored as system messages: a request to a model that
+            takes no system message mid-conversation is then searched for them, and sends
+            them as user turns. (A note of where each one is would grow with the thread, and
+            go wrong when the conversation is rewritten; the search runs in C, a small share
+            of what the model's client spends on the same messages.)
         finishing: The detector whose loop the model was asked to end with its answer, its
             tools withheld (`exit_behavior="finish"`), until the user speaks again.
     """
@@ -116,7 +116,6 @@ class Record(TypedDict, total=False):
     result: str
     reminded: bool
     detectors: dict[str, dict[str, Any]]
-    system_at: list[list[Any]]
     system: bool
     finishing: str
 
@@ -162,9 +161,9 @@ def read_record(data: object) -> Record:
     return data  # type: ignore[return-value]
 
 
-# What outlives a user message besides the detectors' memories: the turn counted, and where the
-# reminders stored in the conversation are (they stay in it).
-_LASTING = ("turn", "system_at", "system")
+# What outlives a user message besides the detectors' memories: the turn counted, and whether
+# reminders were stored in the conversation as system messages (they stay in it).
+_LASTING = ("turn", "system")
 
 # The fields in which 0.3 kept the detectors' memories, each detector's own.
 _LEGACY = frozenset(field for detector in DETECTORS.values() for field in detector.legacy)

@@ -31,7 +31,7 @@ from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, re
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import EXITS
-from ._messages import escalation_message, finish_message, placed, reminder_message
+from ._messages import escalation_message, finish_message, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._reminder import LOGGER_NAME, Escalation, Words, warn
@@ -370,10 +370,9 @@ class Guard:
             told = told._replace(delivery="undelivered")
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
-            # Where the ones added as system messages land, for a model that takes none.
-            added = [] if type(conversation) is Turn else placed(messages, len(conversation))
-            if added:
-                record = {**record, "system_at": [*record.get("system_at", ()), *added]}
+            # Noted once, for a model that takes no system message: its requests are searched.
+            if not record.get("system") and any(m.type == "system" for m in messages):
+                record = {**record, "system": True}
             update = self.records.write(where, record)
             if self.keeps_run and told.run not in (None, invocation):
                 update[RUN_FIELD] = told.run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -35,10 +35,8 @@ __all__ = [
     "escalation_message",
     "finish_message",
     "keeps_system_messages",
-    "placed",
     "prepare_messages",
     "reminder_message",
-    "with_user_turns",
 ]
 
 
@@ -127,45 +125,6 @@ def as_user_turn(message: BaseMessage) -> HumanMessage:
         id=message.id,
         additional_kwargs=message.additional_kwargs,
     )
-
-
-_TAIL = 8  # characters of a reminder's id (of its random part) that a record keeps
-
-
-def placed(added: Sequence[BaseMessage], start: int) -> list[list[Any]]:
-    """Where each system message of `added` lands, after `start` messages, as a record keeps it.
-
-    Its position in the conversation, and the end of its id: enough to tell it from another
-    message there, and small enough that a record of many reminders stays small.
-    """
-    return [[i, _tail(m)] for i, m in enumerate(added, start) if m.type == "system"]
-
-
-def _tail(message: BaseMessage) -> str:
-    return (message.id or "")[-_TAIL:]
-
-
-def with_user_turns(
-    messages: Sequence[BaseMessage], at: Sequence[object]
-) -> list[BaseMessage] | None:
-    """`messages` with the system reminders stored `at` (as `placed` says) as user turns.
-
-    None when one is not where it was stored (the conversation was rewritten, or a request's
-    messages are not the stored ones): `prepare_messages` then finds them wherever they are.
-    Looking only where they are costs a model call a copy of the list, not a search of it.
-    """
-    sent = list(messages)
-    for entry in at:
-        if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not int:
-            return None
-        position, tail = entry
-        message = sent[position] if 0 <= position < len(sent) else None
-        if message is None or message.type != "system" or _tail(message) != tail:
-            return None
-        if not is_reminder(message):
-            return None  # a system message of the user's, never rewritten
-        sent[position] = as_user_turn(message)
-    return sent
 
 
 def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[BaseMessage]:

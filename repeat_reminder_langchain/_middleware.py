@@ -28,7 +28,7 @@ from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
-from ._messages import blocked_result, keeps_system_messages, prepare_messages, with_user_turns
+from ._messages import blocked_result, prepare_messages
 from ._policy import ToolPolicy
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
@@ -355,13 +355,11 @@ class RepeatToolReminderMiddleware(
             if self._finishes and entry.get("finishing"):
                 # Asked for its answer: the model's last call, with no tool to call.
                 request = request.override(tools=[], tool_choice=None)
-            at, anywhere = entry.get("system_at"), entry.get("system") is True
-            if not (at or anywhere) or keeps_system_messages(request.model):
-                return request, tools  # most calls: nothing stored this model cannot take
-            # Where the record says, or, where it cannot say, wherever they are.
-            messages = with_user_turns(request.messages, at) if at and not anywhere else None
-            if messages is None:
-                messages = prepare_messages(request.messages, request.model)
+            if entry.get("system") is not True:
+                return request, tools  # most calls: no reminder stored as a system message
+            messages = prepare_messages(request.messages, request.model)
+            if messages is request.messages:
+                return request, tools  # a model that takes them as they are stored
             return request.override(messages=cast("list[AnyMessage]", messages)), tools
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")

@@ -20,9 +20,7 @@ from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
     escalation_message,
-    placed,
     reminder_message,
-    with_user_turns,
 )
 from repeat_reminder_langchain._reminder import is_reminder, wrap
 
@@ -62,27 +60,6 @@ def test_a_user_turn_rendering_keeps_name_id_and_tags() -> None:
         stored.additional_kwargs,
     )
     assert reminder_message(Reminder("probe", 3, "gentle", "{}"), "human").id
-
-
-def test_system_reminders_are_sent_as_user_turns_where_the_record_places_them() -> None:
-    system = reminder_message(Reminder("probe", 3, "gentle", "{}"))
-    human = reminder_message(Reminder("probe", 5, "detailed", "{}"), "human")
-    prompt = SystemMessage("You are a careful agent.", id="prompt")
-    stored = [prompt, HumanMessage("go"), human, system]
-    assert placed([human, system], 2) == [[3, system.id[-8:]]]  # system messages only
-    sent = with_user_turns(stored, placed([system], 3))
-    assert sent == [prompt, stored[1], human, as_user_turn(system)]
-    assert stored[3] is system  # the stored conversation is left as it is
-    # Placed where another message is, or not what the guard writes: None, to search instead.
-    for at in (
-        [[2, human.id[-8:]]],  # a user turn already
-        [[0, "prompt"]],  # the user's own system prompt
-        [[4, system.id[-8:]]],  # past the end
-        [[3, "x"]],
-        [["3", 1]],
-        [3],
-    ):
-        assert with_user_turns(stored, at) is None, at
 
 
 def test_the_guards_final_message_and_refusals_are_tagged() -> None:

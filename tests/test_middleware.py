@@ -217,6 +217,31 @@ def test_the_stored_chain_stays_small_whatever_the_argument_size() -> None:
     assert len(json.dumps(stored)) < 300
 
 
+def test_a_threads_record_is_the_same_size_after_its_twelfth_invocation_as_after_its_second() -> (
+    None
+):
+    # Each invocation loops and is reminded (a system message stored in the conversation); a
+    # model that takes none is sent every stored reminder as a user turn, the first
+    # invocation's as well as the latest, while the record keeps no more than it did.
+    script: list[Any] = []
+    for _ in range(12):
+        script += [*repeat("probe", SAME, 3), AIMessage("answer")]
+    model = scripted(script)
+    agent = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=InMemorySaver())
+    config = thread("twelve")
+    sizes = []
+    for number in range(12):
+        messages = agent.invoke(ask(f"question {number}"), config)["messages"]
+        assert_adjacent(messages)
+        sizes.append(len(json.dumps(agent.get_state(config).values["repeat_tool_reminder"])))
+
+    assert sizes[1] == sizes[11] < 300
+    stored = [m.id for m in messages if is_reminder(m)]
+    assert len(stored) == 12 and all(m.type == "system" for m in messages if is_reminder(m))
+    last = model.seen[-1]
+    assert [(m.type, m.id) for m in last if is_reminder(m)] == [("human", i) for i in stored]
+
+
 def test_a_new_user_message_resets_the_count_of_the_thread() -> None:
     script = [*repeat("probe", SAME, 2), AIMessage("answer"), *repeat("probe", SAME, 2)]
     agent = agent_with(
@@ -515,7 +540,7 @@ def _third_call_pending(name: str) -> tuple[InMemorySaver, Any]:
 def test_a_reminder_is_stored_as_configured_and_sent_as_each_request_s_model_takes_it() -> None:
     # A new process resumes a thread, and a model that takes no system message reads the
     # stored SystemMessage reminder as a user turn, in place, in every request; the state
-    # keeps the one form it was stored in, and the record where it is.
+    # keeps the one form it was stored in, and the record that one was.
     saver, config = _third_call_pending("restarted")
     model = scripted(["done", "done again"])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
@@ -529,20 +554,19 @@ def test_a_reminder_is_stored_as_configured_and_sent_as_each_request_s_model_tak
     assert sent.type == "human" and str(sent.content).startswith("<system-reminder>")
     assert (sent.id, sent.additional_kwargs) == (reminder.id, reminder.additional_kwargs)
     stored = resumed.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"]["system_at"] == [[position, reminder.id[-8:]]]
+    assert stored["RepeatToolReminderMiddleware"]["system"] is True
 
     messages = resumed.invoke(ask("go on"), config)["messages"]
     assert_adjacent(messages)
     assert [m.type for m in messages if is_reminder(m)] == ["system"]  # stored, as it was
     assert model.seen[1][position] == sent  # and sent, as the model takes it
     stored = resumed.get_state(config).values["repeat_tool_reminder"]
-    assert stored["RepeatToolReminderMiddleware"]["system_at"] == [[position, reminder.id[-8:]]]
+    assert stored["RepeatToolReminderMiddleware"]["system"] is True
 
 
 def test_reminders_no_longer_where_they_were_stored_are_found_wherever_they_are() -> None:
-    # The conversation was rewritten since (a message removed before the reminder), so the
-    # record's position is off by one: the model is sent every stored reminder as a user turn
-    # all the same.
+    # The conversation was rewritten since (a message removed before the reminder): the
+    # model is sent every stored reminder as a user turn all the same.
     saver, config = _third_call_pending("rewritten")
     first = agent_with(scripted([]), RepeatToolReminderMiddleware(), checkpointer=saver)
     first.invoke(None, config)
@@ -564,7 +588,7 @@ def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
         raise RuntimeError("guard bug")
 
     saver, config = _third_call_pending("unconvertible")
-    monkeypatch.setattr(middleware_module, "with_user_turns", broken)
+    monkeypatch.setattr(middleware_module, "prepare_messages", broken)
     model = scripted([])
     resumed = agent_with(model, RepeatToolReminderMiddleware(), checkpointer=saver)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
@@ -710,30 +734,17 @@ def _sent(guard: RepeatToolReminderMiddleware, record: dict[str, Any], model: An
     return guard.wrap_model_call(request, lambda sent: sent.messages)  # type: ignore[arg-type, return-value]
 
 
-@pytest.mark.parametrize(
-    "record",
-    [
-        {"system": True},  # 0.3 said only that some were stored
-        {"system_at": [[1, "another id"]]},  # not where the record says
-        {"system_at": [["1", 2, 3]]},  # not what the guard writes
-    ],
-    ids=["0.3's flag", "moved", "garbled"],
-)
-def test_stored_system_reminders_the_record_cannot_place_are_found_wherever_they_are(
-    record: dict[str, Any],
-) -> None:
-    sent = _sent(RepeatToolReminderMiddleware(), record, scripted([]))
-    assert [m.type for m in sent] == ["human", "human"]
-    assert str(sent[1].content).startswith("<system-reminder>")
-
-
-PLACED = {"system_at": [[1, "5e2f1a7c"]]}  # where `_sent`'s reminder is, as the guard notes it
+STORED = {"system": True}  # reminders were stored as system messages (0.3 wrote it too)
 
 
 def test_a_request_is_left_as_it_is_when_its_model_takes_what_is_stored() -> None:
     guard = RepeatToolReminderMiddleware()
-    assert [m.type for m in _sent(guard, PLACED, _keeping_system_messages())] == ["human", "system"]
-    assert [m.type for m in _sent(guard, PLACED, scripted([]))] == ["human", "human"]
+    assert [m.type for m in _sent(guard, STORED, _keeping_system_messages())] == ["human", "system"]
+    sent = _sent(guard, STORED, scripted([]))
+    assert [m.type for m in sent] == ["human", "human"]
+    assert str(sent[1].content).startswith("<system-reminder>")
+    # A record that notes none: nothing is searched (the user's own system messages stay).
+    assert [m.type for m in _sent(guard, {}, scripted([]))] == ["human", "system"]
 
 
 class _Lockstep(ScriptedModel):

@@ -162,14 +162,13 @@ def printed(notebook: nbformat.NotebookNode) -> list[str]:
 
 SAVES_THE_PICTURE = "docs/timeline.png"  # in the text of the cell that saves it, or says why not
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-PLACED = re.compile(r"\[(\d+), '[0-9a-f]{8}'\]")  # where a record says a reminder is
 TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
 
 
 def normalised(text: str) -> str:
     """`text` with what differs from run to run replaced: ids (of messages, runs and
-    checkpoints, and of the reminders a record places) and times."""
-    return PLACED.sub(r"[\1, '<id>']", TIME.sub("<time>", UUID.sub("<id>", text)))
+    checkpoints) and times."""
+    return TIME.sub("<time>", UUID.sub("<id>", text))
 
 
 def shown(notebook: nbformat.NotebookNode) -> list[list[tuple[str, str]]]:
