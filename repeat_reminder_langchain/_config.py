@@ -117,7 +117,7 @@ class _FrozenMapping(Mapping[str, Any]):
 
 
 class ReminderConfig(BaseModel):
-    """How the guard counts repeated tool calls and what it tells the model.
+    """How the guard counts repeated tool calls and what it reminds the model of.
 
     Every field is checked when the object is built: a bad value raises `ConfigError` (a
     `ValueError`) with one line per problem naming the field and the rule, an unknown field a
@@ -169,14 +169,14 @@ class ReminderConfig(BaseModel):
             is a failure, as is every result with `status="error"`. None: status only.
         not_user: The user-role messages that are not the user speaking (a harness's
             feedback, a format-error notice): a regular expression searched in the message's
-            text, or a function that says so, of the text, or of the message itself when its
+            text, or a function that decides, of the text, or of the message itself when its
             parameter is annotated as a message (`def f(message: HumanMessage) -> bool`).
             They reset nothing. A message a harness marked as its own (langchain-core's
             `add_notification_metadata`: a string `additional_kwargs["lc_source"]`) is never
             the user. None: every other user-role message is the user.
         escalate_after: None (the default: advise only), or a count greater than every
             threshold of the detectors in use, at which the guard stops the loop instead of
-            reminding, as `exit_behavior` says. `"end"`, `"finish"`, `"error"` and
+            reminding, in the way `exit_behavior` sets. `"end"`, `"finish"`, `"error"` and
             `"interrupt"` let that many identical calls run (a turn's whole batch runs, and
             is the count said); `"block"` lets one fewer run, since the call that would reach
             the limit is the one refused (a refused call counts).
@@ -191,7 +191,7 @@ class ReminderConfig(BaseModel):
         words: Reminder words of your own, by detector (or `"*"` for every one) and level
             (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
             ended): a format string naming only the reminder's fields (`tool`, `count`,
-            `level`, `detector`, `arguments` and what its detector says: `error`, `variants`,
+            `level`, `detector`, `arguments` and what its detector adds: `error`, `variants`,
             `varied`, `evidence`; the final words: `tool`, `count`, `detector`, `arguments`,
             `limit`, `what`) or a function of the `Reminder` (or `Escalation`) that returns
             the text. A level left out keeps the guard's words. Words that fail when said (a

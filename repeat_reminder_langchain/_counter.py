@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 
 from ._canonical import canonicalize, digest, result_text
@@ -256,11 +257,11 @@ class LoopCounter:
     """
 
     __slots__ = (
+        "_cut",
         "_detectors",
         "_failure",
         "_in_use",
         "_limit",
-        "_preview",
         "_reads",
         "_remembering",
         "_reporting",
@@ -292,7 +293,8 @@ class LoopCounter:
         self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
         self.blocking = self._limit is not None and EXITS[config.exit_behavior].refuses
-        self._preview = config.arguments_preview_chars
+        # Text cut to the preview cap (arguments, an error): bound once, called where needed.
+        self._cut: Callable[[str], str] = partial(preview, limit=config.arguments_preview_chars)
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The detectors asked what of their memory a new user message leaves in place.
         self._remembering = tuple(
@@ -564,10 +566,6 @@ class LoopCounter:
                 return reminder
             reported = reported or reminder
         return reported
-
-    def _cut(self, text: str) -> str:
-        """`text` cut to the preview cap."""
-        return preview(text, self._preview)
 
     def _escalation(  # noqa: PLR0917 - called for each call that may be due something
         self, found: _Found, call: Call, arguments: str, key: str, position: int, again: bool

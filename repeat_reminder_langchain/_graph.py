@@ -77,13 +77,13 @@ class RepeatToolReminderNode:
     )
     ```
 
-    With `escalate_after`, the node stops a loop as `exit_behavior` says: `"error"` raises
-    `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final message
-    and needs the node's `route` to leave the graph (a node cannot end a run on its own: the
-    graph's edges decide where it goes next). A node whose graph does not route on by it says
-    so, as a `RepeatToolReminderWarning`, the second time it runs, before any loop reaches the
-    limit; a loop it would end then goes on, and is logged as not stopped. `"block"` needs the
-    middleware, the only face that sees a call before it runs.
+    With `escalate_after`, the node stops a loop in the way `exit_behavior` sets: `"error"`
+    raises `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final
+    message and needs the node's `route` to leave the graph (a node cannot end a run on its
+    own: the graph's edges decide where it goes next). A node whose graph does not route on by
+    it warns (`RepeatToolReminderWarning`) the second time it runs, before any loop reaches
+    the limit; a loop it would end then goes on, and is logged as not stopped. `"block"` needs
+    the middleware, the only one of the guard's forms that sees a call before it runs.
 
     Args:
         handler: The handler passed in the run's callbacks, or None to keep the counts in

@@ -25,7 +25,7 @@ from ._reminder import (
     ReminderTag,
     Words,
     is_reminder,
-    turn_tag,
+    said,
     wrap,
 )
 
@@ -62,8 +62,7 @@ def reminder_message(
 
     """
     due = (reminders,) if isinstance(reminders, Reminder) else reminders
-    text = "\n\n".join(reminder.text if words is None else words.say(reminder) for reminder in due)
-    return _told(text, turn_tag(due), message_type)
+    return _told(*said(due, words), message_type)
 
 
 def escalation_message(escalation: Escalation, words: Words | None = None) -> AIMessage:

@@ -128,7 +128,7 @@ class RepeatToolReminderMiddleware(
     instances whose `include` or `exclude` differ get different names by themselves;
     otherwise give each a `name`.
 
-    A reminder is stored as `message_type` says: a `SystemMessage` (the default), or a
+    A reminder is stored in the form `message_type` sets: a `SystemMessage` (the default), or a
     `<system-reminder>` user turn. A stored `SystemMessage` reminder goes to a model whose
     profile does not declare `mid_conversation_system_messages` as a `<system-reminder>` user
     turn, in that request only: an instance shared by agents on different models sends each

@@ -29,8 +29,8 @@ __all__ = [
     "from_guard",
     "is_reminder",
     "preview",
+    "said",
     "sample_words",
-    "turn_tag",
     "warn",
     "word_fields",
     "wrap",
@@ -134,7 +134,7 @@ class Reminder:
         digest: A fingerprint of the full canonical arguments (for logs, in their place).
         detector: Which detector fired.
         position: The call's position among the calls of its model turn.
-        details: What the detector says besides the count, by the names its words use (its
+        details: What the detector adds to the count, by the names its words use (its
             `says`): `error` (`same_error`, `recurring_error`: the error text, cut to the
             preview cap), `variants` (`same_error`, `same_output`: how many argument sets hit
             the error or returned the output), `evidence` (`cycle`: the calls of one round;
@@ -175,7 +175,7 @@ class Reminder:
         """The words the model reads: the user's for this detector and level, or its own.
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
-        (a guard says its own words in their place: `Words`).
+        (a guard uses its own words in their place: `Words`).
         """
         entry = _entry(words, self.detector, self.level)
         if entry is None:
@@ -248,7 +248,7 @@ class Escalation:
         They end a run the guard ended, or, with `"finish"`, ask the model for its answer.
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
-        (a guard says its own words in their place: `Words`).
+        (a guard uses its own words in their place: `Words`).
         """
         entry = _entry(words, self.detector, "final")
         if entry is None:
@@ -397,8 +397,12 @@ def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
     }
 
 
-def turn_tag(reminders: Sequence[Reminder]) -> ReminderTag:
-    """The tag of the one message that carries a turn's reminders (at least one), in order."""
+def said(reminders: Sequence[Reminder], words: Words | None) -> tuple[str, ReminderTag]:
+    """The text and the tag of the one message that carries a turn's reminders (at least one).
+
+    Each reminder's words (the user's, or the guard's) in a paragraph of their own, in order.
+    """
+    text = "\n\n".join(r.text if words is None else words.say(r) for r in reminders)
     tag = reminders[0].tag()
     if len(reminders) > 1:
         tags = [reminder.tag() for reminder in reminders]
@@ -406,7 +410,7 @@ def turn_tag(reminders: Sequence[Reminder]) -> ReminderTag:
         if any(reminder.level == "detailed" for reminder in reminders):
             tag["level"] = "detailed"
         tag["reminders"] = tags
-    return tag
+    return text, tag
 
 
 def preview(text: str, limit: int) -> str:

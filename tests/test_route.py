@@ -38,5 +38,8 @@ def test_a_turn_that_draws_a_reminder_goes_down_once_and_comes_back_once() -> No
     for entry in entries[1:]:
         callers.setdefault(entry.module, set()).add(entry.caller.rpartition(".")[0])
     assert {module for module, above in callers.items() if len(above) > 1} == {"_reminder"}
+    # Each module is entered from one place, `reminder` from two: the counter builds the
+    # reminder (its arguments cut there too), the messages render it (its words and its tag).
+    assert len(entries) == len(modules) + 1
     edges = {(caller, module) for module, above in callers.items() for caller in above}
     assert not {(module, caller) for caller, module in edges} & edges
