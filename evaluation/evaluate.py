@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from repeat_reminder_langchain._detectors import DETECTORS
-from repeat_reminder_langchain.tooling.audit import Conversation
+from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain.tooling.audit import Conversation, detectors
 
 from .reruns import Rerun, reruns
 from .run import SWEEP, Outcome, Replay, Settings, Sweep, load, replay_all, sweep
 
 __all__ = ["ALONE", "FileReport", "evaluate"]
 
-ALONE: tuple[str, ...] = tuple(DETECTORS)
+ALONE: tuple[str, ...] = detectors()
 """Every detector, each run alone, in the order they take precedence."""
 """The detectors run one at a time, each with the others off (then all together)."""
 
@@ -64,7 +64,7 @@ def evaluate(path: str, settings: Settings) -> FileReport:
         )
         for detector in ALONE
         # `repeat`'s thresholds are each tool's: not swept
-        if "thresholds" in DETECTORS[detector].settings.model_fields
+        if hasattr(ReminderConfig().detector_settings(detector), "thresholds")
     }
     calls = [item for replayed in replays["repeat"] for item in replayed.calls]
     return FileReport(

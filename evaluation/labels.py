@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
-from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling.audit import Conversation, suggest_settings
 
 from .evaluate import ALONE
@@ -92,7 +91,7 @@ Fires = tuple[tuple[str, int], ...]
 
 
 def _config(settings: Settings, detector: str, threshold: int) -> ReminderConfig:
-    if "thresholds" not in DETECTORS[detector].settings.model_fields:
+    if not hasattr(ReminderConfig().detector_settings(detector), "thresholds"):
         return settings.config([detector], thresholds=(threshold,))
     return settings.config([detector], detectors={detector: {"thresholds": (threshold,)}})
 

@@ -29,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from .._canonical import canonicalize, result_text
 from .._config import BOOKKEEPING_TOOLS, ReminderConfig
+from .._detectors import DETECTORS
 from .._policy import ToolPolicy
 from .._reminder import is_reminder, preview
 from ..replay import Call, CallTrace, Replayed, replay
@@ -58,6 +59,7 @@ __all__ = [
     "TimelineCall",
     "ToolAudit",
     "audit",
+    "detectors",
     "exceeds",
     "format_audit",
     "read_logs",
@@ -368,6 +370,15 @@ def read_logs(
             and the column, and why.
     """
     return LogReader(messages_key=messages_key, id_key=id_key).read(sources)
+
+
+def detectors() -> tuple[str, ...]:
+    """Every detector's name, in the order they take precedence (what `--detect all` runs).
+
+    Each is a name `detect=` and `detectors=` take; `ReminderConfig.detector_settings` gives
+    its settings.
+    """
+    return tuple(DETECTORS)
 
 
 def suggest_settings(

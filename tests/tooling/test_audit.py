@@ -16,7 +16,7 @@ from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import LogError, LogReader, to_messages
 from repeat_reminder_langchain.tooling._progress import LARGE, ProgressBar
-from repeat_reminder_langchain.tooling.audit import audit, format_audit
+from repeat_reminder_langchain.tooling.audit import audit, detectors, format_audit
 from repeat_reminder_langchain.tooling.demo import run_demo
 
 UNGUARDED = messages_to_dict(run_demo(None))
@@ -814,3 +814,10 @@ def test_a_finding_stays_on_one_line_of_the_table(
     assert last.endswith('bash  repeat        3  gentle  {"command":"make\\n\\tmake test"}')
     found = run_json(capsys, ["audit", path])
     assert found["findings"][0]["arguments"] == '{"command":"make\\n\\tmake test"}'
+
+
+def test_the_detectors_are_named_in_the_order_they_take_precedence() -> None:
+    # What `--detect all` runs, and the order any `detect=` is kept in.
+    names = detectors()
+    assert names[0] == "repeat" and len(names) == len(set(names)) > 1
+    assert ReminderConfig(detect=list(reversed(names))).detect == names
