@@ -17,6 +17,7 @@ from repeat_reminder_langchain._counter import (
     Turn,
     read_record,
 )
+from repeat_reminder_langchain._policy import ToolPolicy
 from repeat_reminder_langchain._stats import Stats
 
 from .helpers import CONFIG, c, count, play
@@ -245,6 +246,18 @@ def test_blocking_escalates_every_repeat_at_or_past_the_limit_and_nothing_else()
     # A failure count depends on results, unknown before a call runs: it is never blocked.
     assert escalated("block", varied) == [False] * 5
     assert escalated("end", varied) == [False, False, True, False, False]
+
+
+def test_a_tools_own_thresholds_past_the_limit_do_not_put_off_the_stop() -> None:
+    # A tool's own thresholds win over the defaults, and may lie past escalate_after: its loop
+    # still stops at the limit, though no reminder was due before it.
+    counter = LoopCounter(ReminderConfig(escalate_after=9))
+    policies = {"probe": ToolPolicy(thresholds=(12,))}
+    counted = counter.count({}, Turn("t", tuple(c(f"{i}") for i in range(9))), policies)
+
+    assert counted.reminders == ()
+    assert counted.escalation is not None
+    assert (counted.escalation.count, counted.escalation.position) == (9, 8)
 
 
 # -- the stored record ------------------------------------------------------------------------
