@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, NonNegativeInt
-from typing_extensions import override
 
 from .._canonical import digest
 from ._detector import Detector, Seen, Words
@@ -73,7 +72,6 @@ class Cycle(Detector):
         stopped="the same sequence of calls, with the same results,",
     )
 
-    @override
     def see(self, memory: _Rounds, seen: Seen) -> int | None:
         step = digest(f"{seen.tool}\x00{seen.key}\x00{seen.outcome}")[:16]
         calls, runs = memory.calls, memory.runs
@@ -89,7 +87,6 @@ class Cycle(Detector):
                 return None if runs[i] % period else runs[i] // period + 1
         return None
 
-    @override
     def details(self, memory: _Rounds, cut: Callable[[str], str]) -> Mapping[str, Any]:
         steps = memory.calls[-memory.period :]
         return {

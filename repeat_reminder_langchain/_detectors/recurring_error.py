@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator
-from typing_extensions import override
 
 from .._canonical import digest
 from ._detector import Detector, Seen, Settings, Words
@@ -98,7 +97,6 @@ class RecurringError(Detector):
         super().__init__(settings)
         self.by_cause = settings.by == "cause"
 
-    @override
     def see(self, memory: _Failing, seen: Seen) -> int | None:
         call = digest(f"{seen.tool}\x00{seen.key}")[:16]
         before = memory.calls.pop(call, None)
@@ -135,12 +133,10 @@ class RecurringError(Detector):
         memory.last = key
         return failures
 
-    @override
     @classmethod
     def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
         return kept  # asking the user and trying the same call again still fails
 
-    @override
     def details(self, memory: _Failing, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"error": cut(memory.text)}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, StrictBool
-from typing_extensions import override
 
 from ._detector import Detector, Seen, Words
 
@@ -42,6 +41,5 @@ class Repeat(Detector):
         stopped="the same call with the same arguments",
     )
 
-    @override
     def see(self, memory: None, seen: Seen) -> int:
         return seen.streak

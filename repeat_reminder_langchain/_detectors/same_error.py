@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import NonNegativeInt
-from typing_extensions import override
 
 from .._canonical import digest
 from ._detector import Detector, Seen, Words
@@ -69,7 +68,6 @@ class SameError(Detector):
         stopped="calls failing with the same error",
     )
 
-    @override
     def see(self, memory: _Streak, seen: Seen) -> int | None:
         if not seen.failed:
             memory.tool, memory.error, memory.failures, memory.variants = "", "", 0, []
@@ -92,19 +90,16 @@ class SameError(Detector):
         memory.text = seen.text
         return memory.failures
 
-    @override
     @classmethod
     def after_user(cls, kept: dict[str, Any]) -> dict[str, Any]:
         # A call that fails the same way after every user message still loops.
         return {**kept, "spoke": True}
 
-    @override
     def details(self, memory: _Streak, cut: Callable[[str], str]) -> Mapping[str, Any]:
         variants = len(memory.variants)
         varied = f", with {variants} different argument sets" if variants > 1 else ""
         return {"error": cut(memory.text), "variants": variants, "varied": varied}
 
-    @override
     @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
         # What it reads is checked as every stored memory is, by `memory`'s types.

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, StrictBool
-from typing_extensions import override
 
 from ._detector import Detector, Seen, Settings, Words
 
@@ -89,7 +88,6 @@ class SameOutput(Detector):
         stopped="calls with new arguments returning the same output",
     )
 
-    @override
     def see(self, memory: _Outputs, seen: Seen) -> int | None:
         text = seen.text
         if seen.failed or len(text) < MIN_OUTPUT or len(text.strip()) < MIN_OUTPUT:
@@ -107,6 +105,5 @@ class SameOutput(Detector):
         memory.text, memory.variants = seen.text, len(variants)
         return calls + 1
 
-    @override
     def details(self, memory: _Outputs, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"evidence": cut(memory.text), "variants": memory.variants}

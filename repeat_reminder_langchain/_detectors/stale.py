@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, NonNegativeInt
-from typing_extensions import override
 
 from .._canonical import digest
 from ._detector import Detector, Seen, Words, expect
@@ -68,7 +67,6 @@ class Stale(Detector):
         stopped="the same call returning the same result",
     )
 
-    @override
     def see(self, memory: _Calls, seen: Seen) -> int | None:
         # An empty result is no evidence that nothing changed (a write says nothing).
         if not seen.text.strip():
@@ -94,7 +92,6 @@ class Stale(Detector):
             del calls[next(iter(calls))]
         return times
 
-    @override
     @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
         # 0.3 wrote each call as "result:times:changes"; one that reads otherwise was not

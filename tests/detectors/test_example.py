@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 import pytest
 from langchain.agents import create_agent
-from typing_extensions import override
 
 import repeat_reminder_langchain
 from repeat_reminder_langchain import ConfigError, ReminderConfig, RepeatToolReminderMiddleware
@@ -52,7 +51,6 @@ class SameTool(Detector):
         stopped="the same tool",
     )
 
-    @override
     def see(self, memory: SameToolMemory, seen: Seen) -> int | None:
         if seen.failed and not self.options.count_failures:
             return None  # left out: it neither counts nor breaks the run
@@ -61,7 +59,6 @@ class SameTool(Detector):
         memory.keys.append(seen.key[:8])
         return len(memory.keys)
 
-    @override
     def details(self, memory: SameToolMemory, cut: Callable[[str], str]) -> Mapping[str, Any]:
         return {"variants": len(set(memory.keys))}
 
@@ -165,7 +162,6 @@ class SameFailingTool(SameTool):
         super().__init__(settings)
         self.pattern = re.compile(settings.pattern)
 
-    @override
     def see(self, memory: SameToolMemory, seen: Seen) -> int | None:
         if not self.pattern.search(seen.text):
             return None  # no failure: nothing to count
