@@ -212,13 +212,13 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
         else:
             outcome = f"due but not delivered ({_UNDELIVERED})"
         logger.info(
-            "repeat tool reminder %s: %s (%s, %s), arguments %s, thread %s, run %s",
+            "repeat tool reminder %s: %s (%s, %s), arguments %s%s, run %s",
             outcome,
             reminder.summary,
             reminder.level,
             reminder.detector,
             _arguments(reminder, config),
-            thread,
+            _thread(thread),
             run,
             # The same, as fields, for structured logging.
             extra={SOURCE: data, "thread_id": thread, "run_id": run},
@@ -232,19 +232,24 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             escalation.exit.done if escalated["acted"] else "repeat tool loop would be stopped"
         )
         logger.warning(
-            "%s: %s (%s, %s count reached escalate_after=%s), arguments %s, thread %s, run %s",
+            "%s: %s (%s, %s count reached escalate_after=%s), arguments %s%s, run %s",
             outcome,
             escalation.summary,
             escalation.behavior,
             escalation.detector,
             escalation.limit,
             _arguments(escalation, config),
-            thread,
+            _thread(thread),
             run,
             extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": run},
         )
         events.append((ESCALATION_EVENT, escalated))
     return events
+
+
+def _thread(thread: str | None) -> str:
+    """The thread as a log line names it: nothing for a run that has none."""
+    return "" if thread is None else f", thread {thread}"
 
 
 def _arguments(told: Reminder | Escalation, config: ReminderConfig) -> str:

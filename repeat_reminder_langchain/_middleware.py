@@ -93,6 +93,35 @@ def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]
     return cast("dict[str, Record]", records)
 
 
+class DefaultName(str):
+    """An unnamed instance's name: its text, which says so when compared with its twin.
+
+    `create_agent` tells its middleware apart by putting their names in a set. Two unnamed
+    instances of one scope in one agent would keep their counts under one key, and LangChain
+    would refuse them only with "Please remove duplicate middleware instances.". Compared with
+    the same default name of another instance, this one raises a `ValueError` saying which to
+    name. Each instance holds its own, so an instance shared by several agents equals itself;
+    compared with a plain string it is that string.
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other is not self and type(other) is DefaultName and str.__eq__(self, other):
+            raise ValueError(
+                f"two RepeatToolReminderMiddleware instances have the default name {str(self)!r}; "
+                "give the second one a name of its own, e.g. "
+                'RepeatToolReminderMiddleware(name="subagent_guard"), since each keeps its '
+                "counts under its name (create_agent refuses two middleware of one name)"
+            )
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = str.__hash__
+
+
 class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
     """Agent state with the guard's records: checkpointed, but not part of input or output.
 
@@ -126,7 +155,8 @@ class RepeatToolReminderMiddleware(
     Several instances can guard one agent, each with its own counts (one policy for search
     tools and another for the rest, say), and any number of them may remind on the same turn:
     instances whose `include` or `exclude` differ get different names by themselves;
-    otherwise give each a `name`.
+    otherwise give each a `name` (`create_agent` given two unnamed ones raises a `ValueError`
+    that says so).
 
     A reminder is stored in the form `message_type` sets: a `SystemMessage` (the default), or a
     `<system-reminder>` user turn. A stored `SystemMessage` reminder goes to a model whose
@@ -181,6 +211,7 @@ class RepeatToolReminderMiddleware(
         if name is not None and (not isinstance(name, str) or not name):
             raise TypeError(f"name must be a non-empty string, got {name!r}")
         self._name = name or instance_name(type(self).__name__, self.config)
+        self._shown = name or DefaultName(self._name)
         self._store = StateStore(SOURCE, self._name)
         self._guard = Guard(
             self.config,
@@ -207,7 +238,7 @@ class RepeatToolReminderMiddleware(
     @property
     def name(self) -> str:
         """The instance's name, which keeps its counts apart from another instance's."""
-        return self._name
+        return self._shown
 
     @override
     @hook_config(can_jump_to=["end"])

@@ -476,7 +476,7 @@ def test_logs_and_the_error_name_the_arguments_by_digest_only(
         "repeat tool reminder sent",
         f"repeat tool loop stopped ({behavior})",
     ]
-    assert all(f"arguments {key}, thread" in line for line in lines)
+    assert all(f"arguments {key}, run " in line for line in lines)
     assert not any("SECRET" in repr(vars(record)) for record in caplog.records)  # nor `extra`
 
 
@@ -490,7 +490,7 @@ def test_log_arguments_puts_the_preview_in_the_log_lines(
     key = digest('{"data":"SECRET-4242"}')
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 3
-    assert all(f'arguments {key} {{"data":"SECRET-4242"}}, thread' in line for line in lines)
+    assert all(f'arguments {key} {{"data":"SECRET-4242"}}, run ' in line for line in lines)
     escalated = caplog.records[-1].repeat_tool_escalation
     assert escalated["arguments"] == '{"data":"SECRET-4242"}'
 

@@ -231,6 +231,22 @@ def test_an_escalation_is_logged_at_warning_with_its_thread_and_run(
     assert record.__dict__["thread_id"] == "t-9"
 
 
+def test_a_run_without_a_thread_is_logged_without_one(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = guarded(scripted(repeat("probe", SAME, 3)), thresholds=[2], escalate_after=3)
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        agent.invoke(ask())  # checked for call/result adjacency
+
+    records = [r for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
+    for record in records:
+        line = record.getMessage()
+        assert re.search(r"\), arguments [0-9a-f]{32}, run [0-9a-f-]{36}$", line), line
+        assert "thread" not in line
+        assert record.__dict__["thread_id"] is None  # the field stays, for structured logging
+
+
 def _runs_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.run_id for r in caplog.records if r.name == "repeat_reminder_langchain"]
 

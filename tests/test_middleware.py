@@ -633,12 +633,33 @@ def test_two_instances_guard_one_agent_each_with_its_own_counts() -> None:
 
 
 def test_instances_with_the_same_scope_need_names_of_their_own() -> None:
-    with pytest.raises(AssertionError, match="duplicate middleware"):
+    # create_agent tells its middleware apart by name: two unnamed instances say which to name.
+    wanted = (
+        r"two RepeatToolReminderMiddleware instances have the default name "
+        r"'RepeatToolReminderMiddleware'; give the second one a name of its own, e\.g\. "
+        r"RepeatToolReminderMiddleware\(name=\"subagent_guard\"\)"
+    )
+    with pytest.raises(ValueError, match=wanted):
         agent_with(scripted([]), RepeatToolReminderMiddleware(), RepeatToolReminderMiddleware())
-    named = [RepeatToolReminderMiddleware(name="strict", thresholds=[2])]
-    named.append(RepeatToolReminderMiddleware(name="lenient", thresholds=[5]))
-    agent = agent_with(scripted(repeat("probe", SAME, 2)), *named)
-    assert reminders(agent.invoke(ask())["messages"]) == [("gentle", "probe", 2)]
+    with pytest.raises(ValueError, match=r"default name 'RepeatToolReminderMiddleware\[include=p"):
+        agent_with(
+            scripted([]),
+            RepeatToolReminderMiddleware(include=["p*"]),
+            RepeatToolReminderMiddleware(include=["p*"], thresholds=[2]),
+        )
+    # One unnamed instance next to a named one, or shared by two agents, is as before; its
+    # name is the text it always was.
+    shared = RepeatToolReminderMiddleware()
+    assert shared.name == "RepeatToolReminderMiddleware" == str(shared.name)
+    assert shared.name == shared.name
+    assert not shared.name != shared.name  # noqa: SIM202 (its own __ne__)
+    assert shared.name != RepeatToolReminderMiddleware(name="other").name
+    assert {shared.name: 1}["RepeatToolReminderMiddleware"] == 1
+    named = RepeatToolReminderMiddleware(name="subagent_guard")
+    for guards in ([shared], [shared], [shared, named]):
+        messages = agent_with(scripted(repeat("probe", SAME, 3)), *guards).invoke(ask())["messages"]
+        assert_adjacent(messages)
+        assert reminders(messages)[0] == ("gentle", "probe", 3)
     with pytest.raises(TypeError, match="name must be a non-empty string"):
         RepeatToolReminderMiddleware(name="")
 

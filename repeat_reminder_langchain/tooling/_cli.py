@@ -8,6 +8,7 @@ repeated).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import re
@@ -139,7 +140,17 @@ def _names(text: str) -> list[str]:
 def _detectors(text: str) -> list[str]:
     if text.strip() == "all":
         return list(DETECTORS)
-    return _names(text)
+    names = _names(text)
+    if "all" in names:
+        raise argparse.ArgumentTypeError(
+            f"all names every detector: give all alone, or the detectors by name; got {text!r}"
+        )
+    for name in names:
+        if name not in DETECTORS:
+            close = difflib.get_close_matches(name, [*DETECTORS, "all"], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"the detectors are {_detect_help()}"
+            raise argparse.ArgumentTypeError(f"unknown detector {name!r}; {hint}")
+    return names
 
 
 def _count(least: int, hint: str = "") -> Any:

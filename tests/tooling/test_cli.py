@@ -87,6 +87,17 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["audit", "x", "--top", "zero"], "expected a whole number >= 1; got 'zero'"),
         (["demo", "--thresholds", "1,3"], "--thresholds: invalid threshold 1 — every"),
         (["demo", "--detect", "repeat,loops"], "--detect: unknown detector 'loops'"),
+        (
+            ["audit", "x", "--detect", "foo"],
+            "argument --detect: unknown detector 'foo'; the detectors are repeat (default), "
+            f"{', '.join(list(DETECTORS)[1:])}, or all",
+        ),
+        (["demo", "--detect", "stale,repet"], "--detect: unknown detector 'repet'; did you mean"),
+        (
+            ["demo", "--detect", "all,stale"],
+            "argument --detect: all names every detector: give all alone, or the detectors "
+            "by name; got 'all,stale'",
+        ),
         (["demo", "--error-pattern", "("], "--error-pattern: invalid regular expression"),
         (["demo", "--not-user", "("], "--not-user: invalid regular expression"),
         (
