@@ -167,6 +167,9 @@ class ProviderServer:
         self._exchanges: list[Exchange] = []
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler, self)
         self._thread: threading.Thread | None = None
+        self._answered = 0
+        self._answer_at_most: int | None = None
+        self._released = threading.Event()
 
     @property
     def port(self) -> int:
@@ -192,6 +195,7 @@ class ProviderServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # a held request ends unanswered
         self._httpd.shutdown()
         # Joins the request threads too (block_on_close), so nothing outlives the test.
         self._httpd.server_close()
@@ -212,6 +216,13 @@ class ProviderServer:
             else:
                 self._scripts[when] = script
 
+    def hold_after(self, answered: int) -> None:
+        """Answer `answered` more requests, then keep every later one waiting, unanswered,
+        until `stop()`: a client then waits as it would on a slow model, for as long as a
+        test needs (to interrupt it, say)."""
+        with self._lock:
+            self._answer_at_most = self._answered + answered
+
     @property
     def exchanges(self) -> list[Exchange]:
         with self._lock:
@@ -226,6 +237,14 @@ class ProviderServer:
         return [e for e in self.exchanges if 400 <= e.status < 500]
 
     # -- used by the handler --
+
+    def _held(self) -> bool:
+        """Whether this request waits (until `stop()`) instead of being answered."""
+        with self._lock:
+            if self._answer_at_most is not None and self._answered >= self._answer_at_most:
+                return True
+            self._answered += 1
+            return False
 
     def _record(self, exchange: Exchange) -> None:
         with self._lock:
@@ -272,6 +291,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         provider = self.server.provider
+        if provider._held():
+            provider._released.wait()
+            self.close_connection = True
+            return
         if api is None:
             message = f"Unknown request URL: POST {self.path}."
             provider._record(Exchange("unknown", body, 404, message, headers))

@@ -1,8 +1,9 @@
 """Command line: `repeat-reminder demo|audit ...` (`--help` for each).
 
 Also run as `python -m repeat_reminder_langchain`. Every error is one line on standard error
-and exit code 2; options go in any order, lists are comma-separated (and list options may be
-repeated).
+and exit code 2; Ctrl-C is one line too, `interrupted`, and exit code 130. A file the
+command writes is never written over unless `--overwrite` says to. Options go in any order,
+lists are comma-separated (and list options may be repeated).
 """
 
 from __future__ import annotations
@@ -70,8 +71,11 @@ or constant), an error_pattern (how results that are errors start), not_user (a 
 notice that starts alike in many conversations); then, with them, the flags each detector
 would raise at thresholds 2, 3 and 4. It prints them as Python and as options;
 --write-config FILE writes them for --config and ReminderConfig.from_file.
+--write-config never writes over a file that is there: it says so and stops, before reading;
+--overwrite replaces it.
 
-Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr)."""
+Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr);
+130 interrupted (Ctrl-C)."""
 
 _DEMO_HELP = """\
 Runs offline on a scripted model. --scenario poll: it polls a finished job and changes
@@ -81,7 +85,8 @@ With --escalate-after N the guard stops the loop at N: --exit-behavior end ends 
 a final message; error prints the RepeatToolLoopError on one line and exits 1; interrupt
 pauses for a human, and the demo answers "end" for you (it runs unattended).
 
-Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options."""
+Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options; 130 interrupted
+(Ctrl-C)."""
 
 
 class _Failure(Exception):
@@ -427,7 +432,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write the settings in use (--config and the options; with --suggest, "
         "the suggested ones) to a TOML or JSON file that --config and "
-        "ReminderConfig.from_file read",
+        "ReminderConfig.from_file read; an existing file is refused",
+    )
+    audit.add_argument(
+        "--overwrite", action="store_true", help="replace the file --write-config names"
     )
     audit.add_argument(
         "--fail-on",
@@ -544,10 +552,13 @@ Per task and condition it prints: runs, model calls and the longest run of ident
 changed course; escalated, limit, or - when the model changed course unprompted), how many
 runs ended acceptably, tokens and seconds (means); then the totals per condition. --output DIR
 writes lab.jsonl (one line per run: the figures, the model, the settings, the answer) and one
-transcript per run.
+transcript per run, each run's as soon as it ends, so that a lab stopped midway keeps the runs
+done. A directory that holds an earlier lab's lab.jsonl or transcripts is refused before any
+run; --overwrite replaces them (the earlier transcripts all go).
 
 Exit codes: 0 done; 2 bad options, a model that cannot be built, or one that fails midway (one
-line on stderr, after the table of the runs done)."""
+line on stderr, after the table of the runs done); 130 interrupted (Ctrl-C: "interrupted" on
+stderr, after the table of the runs done)."""
 
 
 def _lab_options(commands: Any) -> None:
@@ -579,7 +590,13 @@ def _lab_options(commands: Any) -> None:
         help="model calls a run may make (default 24)",
     )
     add("--config", metavar="FILE", help="the settings of the config condition (TOML or JSON)")
-    add("--output", metavar="DIR", help="write lab.jsonl and the transcripts there")
+    add(
+        "--output",
+        metavar="DIR",
+        help="write lab.jsonl and the transcripts there, each run's as it ends; a directory "
+        "that holds an earlier lab's is refused",
+    )
+    add("--overwrite", action="store_true", help="replace an earlier lab's outputs in --output")
     add("--quiet", action="store_true", help="no line per run on stderr")
 
 
@@ -588,32 +605,33 @@ def _lab(args: argparse.Namespace) -> int:
     from .lab import run_task
 
     tasks, config = _lab_plan(args)
+    _lab_check_output(args)
     model = _lab_model(args)
     plan = [(t, c, n) for t in tasks for c in args.conditions for n in range(1, args.runs + 1)]
-    out = None
-    if args.output is not None:
-        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
-        out = open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")  # noqa: SIM115
+    out = _lab_open(args)
     done: list[Any] = []
     try:
         for number, (task, condition, count) in enumerate(plan, 1):
             try:
                 run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
                                config=config)  # fmt: skip
-            except Exception as error:  # a model that cannot be reached, a key that is refused
+            # A model that cannot be reached, a key that is refused; or Ctrl-C, said by main.
+            except (Exception, KeyboardInterrupt) as error:
                 if done:
                     print(format_lab(done))  # the runs done are measured all the same
+                if isinstance(error, KeyboardInterrupt):
+                    raise
                 raise _Failure(
                     f"{task.name} · {condition} · run {count}: the model failed: "
                     f"{type(error).__name__}: {' '.join(str(error).split())}"
                 ) from None
             done.append(run)
+            if out is not None:  # kept, should the lab be stopped at any point after
+                _lab_write(args, out, run, model)
             if not args.quiet:
                 print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
                       f"{run.model_calls} model calls, longest run {run.longest}, "
                       f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
-            if out is not None:
-                _lab_write(args, out, run, model)
     finally:
         if out is not None:  # complete up to a failure
             out.close()
@@ -644,11 +662,61 @@ def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], ReminderConfig | Non
     return [TASKS[name] for name in args.tasks or TASKS], config
 
 
+def _lab_check_output(args: argparse.Namespace) -> None:
+    """Refuse an --output that cannot take the lab's outputs, before any model is called.
+
+    A file is refused, and so is a directory that holds an earlier lab's outputs, unless
+    --overwrite says to replace them.
+    """
+    if args.output is None:
+        if args.overwrite:
+            raise _UsageError("--overwrite goes with --output DIR", "lab")
+        return
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise _UsageError(f"--output {args.output}: a file, not a directory", "lab")
+    if _lab_outputs(args.output) and not args.overwrite:
+        raise _UsageError(
+            f"--output {args.output}: it holds an earlier lab's lab.jsonl and transcripts; "
+            "name another directory, or add --overwrite to replace them",
+            "lab",
+        )
+
+
+def _lab_outputs(directory: str) -> list[str]:
+    """The files an earlier lab wrote in `directory`: lab.jsonl and the transcripts."""
+    found = [os.path.join(directory, "lab.jsonl")]
+    transcripts = os.path.join(directory, "transcripts")
+    if os.path.isdir(transcripts):
+        names = sorted(os.listdir(transcripts))
+        found += [os.path.join(transcripts, name) for name in names if name.endswith(".txt")]
+    return [path for path in found if os.path.isfile(path)]
+
+
+def _lab_open(args: argparse.Namespace) -> IO[str] | None:
+    """lab.jsonl, opened in --output, and the transcripts' directory, made; or None.
+
+    An earlier lab's outputs there are removed first (--overwrite said to replace them).
+    """
+    if args.output is None:
+        return None
+    try:
+        for path in _lab_outputs(args.output):
+            os.remove(path)
+        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
+        return open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")
+    except OSError as error:
+        raise _Failure(f"--output {args.output}: cannot write there ({error.strerror})") from None
+
+
 def _lab_write(args: argparse.Namespace, out: IO[str], run: Any, model: Any) -> None:
-    """A run's line in lab.jsonl, with the model it ran on, and its transcript, whole."""
+    """A run's line in lab.jsonl, with the model it ran on, and its transcript, whole.
+
+    The line is flushed at once: a lab stopped after this run keeps it.
+    """
     from .transcript import format_transcript
 
     out.write(json.dumps({"model": args.model, "base_url": args.base_url, **run.as_dict()}) + "\n")
+    out.flush()
     path = os.path.join(args.output, "transcripts", f"{run.task}-{run.condition}-{run.run}.txt")
     with open(path, "w", encoding="utf-8") as text:
         text.write(format_transcript(run.messages, width=None, sent_to=model) + "\n")
@@ -681,6 +749,19 @@ def _lab_model(args: argparse.Namespace) -> Any:
 
 _PROVIDERS = ("langchain_openai", "langchain_anthropic")
 """The packages of the providers extra."""
+
+
+def _check_write_config(args: argparse.Namespace) -> None:
+    """Refuse to write the settings over a file (unless --overwrite says to), before reading."""
+    if args.write_config is None:
+        if args.overwrite:
+            raise _UsageError("--overwrite goes with --write-config FILE", "audit")
+    elif os.path.exists(args.write_config) and not args.overwrite:
+        raise _UsageError(
+            f"--write-config {args.write_config}: the file is there already; name another, "
+            "or add --overwrite to replace it",
+            "audit",
+        )
 
 
 def _write_config(config: ReminderConfig, path: str) -> None:
@@ -782,6 +863,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     from .audit import Auditor
 
     _sources(args)
+    _check_write_config(args)
     if args.suggest:
         return _suggest(args, config)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
@@ -794,7 +876,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
         raise _Failure(f"{args.html}: cannot write the report ({error.strerror})") from None
     try:
         reader = _read(args, auditor.add, stdin=None)
-    except _Failure:
+    except (_Failure, KeyboardInterrupt):
         if html is not None:  # no half-written report left behind
             html.close()
             os.remove(args.html)
@@ -868,7 +950,11 @@ def _shown() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
-        code = _run(argv)
+        try:
+            code = _run(argv)
+        except KeyboardInterrupt:  # Ctrl-C: what was done is printed (the lab's table)
+            print("interrupted", file=sys.stderr)
+            code = 130
         sys.stdout.flush()  # a reader gone away is met here, not when the interpreter exits
     except BrokenPipeError:
         # The reader stopped early (`| head`): it has what it wanted, and that is no error.

@@ -406,3 +406,63 @@ def test_the_demo_reads_a_settings_file_too(
     path.write_text('{"escalate_after": 3}', encoding="utf-8")
     line = usage_error(capsys, ["demo", "--config", str(path)], "demo")
     assert line.startswith(f"{path}: escalate_after: must be greater than every threshold")
+
+
+def test_settings_are_never_written_over_a_file_unless_asked(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "keep.toml"
+    kept = 'escalate_after = 12\n\n[words.repeat]\ngentle = "Mind {tool}."\n'
+    path.write_text(kept, encoding="utf-8")
+    for suggest in ([], ["--suggest"]):
+        argv = ["audit", log, *suggest, "--write-config", str(path)]
+        assert usage_error(capsys, argv, "audit") == (
+            f"--write-config {path}: the file is there already; name another, or add "
+            "--overwrite to replace it"
+        )
+        assert path.read_text(encoding="utf-8") == kept
+
+    argv = ["audit", log, "--thresholds", "2", "--write-config", str(path), "--overwrite"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert ReminderConfig.from_file(path) == ReminderConfig(thresholds=[2])
+    line = usage_error(capsys, ["audit", log, "--overwrite"], "audit")
+    assert line == "--overwrite goes with --write-config FILE"
+
+
+def interrupt_at(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, at: int) -> None:
+    """`owner.name` raises KeyboardInterrupt at its `at`-th call, as Ctrl-C would there."""
+    original = getattr(owner, name)
+    calls = [0]
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] == at:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupted)
+
+
+@pytest.mark.parametrize("command", ["demo", "audit", "suggest"])
+def test_ctrl_c_is_one_line_and_exit_code_130(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    log: str,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    from repeat_reminder_langchain.tooling._suggest import Suggester
+    from repeat_reminder_langchain.tooling.audit import Auditor
+    from repeat_reminder_langchain.tooling.demo import PollingModel
+
+    report = tmp_path / "report.html"
+    argv, owner, name, at = {
+        "demo": (["demo"], PollingModel, "_generate", 3),  # the model's third call
+        "audit": (["audit", log, "--html", str(report)], Auditor, "add", 1),
+        "suggest": (["audit", log, "--suggest"], Suggester, "add", 1),
+    }[command]
+    interrupt_at(monkeypatch, owner, name, at)
+    assert main(argv) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert not report.exists()  # no half-written report left behind

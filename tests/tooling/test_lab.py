@@ -381,3 +381,110 @@ def test_a_conversation_cut_after_the_results_has_no_next_turn_to_read() -> None
         ToolMessage("r", tool_call_id="c0"),
     ]
     assert _longest(cut) == (1, None)
+
+
+# -- what the lab leaves behind -----------------------------------------------------------------
+
+TWO_RUNS = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,guard", "--quiet"]
+
+
+class Counting(Stubborn):
+    """A Stubborn (it tires after 2 calls: 3 model calls a run) that hands each of its calls'
+    numbers, from 1, to `on_call` first."""
+
+    on_call: Any = None
+    calls: int = 0
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.calls += 1
+        self.on_call(self.calls)
+        return super()._generate(messages, *args, **kwargs)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, on_call: Any) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Counting(tire=2, on_call=on_call))
+
+
+def test_an_earlier_labs_outputs_are_never_replaced_unless_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    output = ["--output", str(tmp_path)]
+    assert main([*TWO_RUNS, *output]) == 0
+    capsys.readouterr()
+    written = (tmp_path / "lab.jsonl").read_text(encoding="utf-8")
+
+    line = usage_error(capsys, [*TWO_RUNS, *output, "--conditions", "guard"], "lab")
+    assert line == (
+        f"--output {tmp_path}: it holds an earlier lab's lab.jsonl and transcripts; name "
+        "another directory, or add --overwrite to replace them"
+    )
+    assert (tmp_path / "lab.jsonl").read_text(encoding="utf-8") == written
+    # The transcripts alone are an earlier lab's outputs too.
+    (tmp_path / "lab.jsonl").unlink()
+    assert usage_error(capsys, [*TWO_RUNS, *output], "lab").startswith(f"--output {tmp_path}: ")
+
+    # --overwrite replaces them all: no transcript of the earlier lab is left among the new.
+    assert main([*TWO_RUNS, *output, "--conditions", "guard", "--overwrite"]) == 0
+    capsys.readouterr()
+    rows = (tmp_path / "lab.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(row)["condition"] for row in rows] == ["guard"]
+    assert [p.name for p in (tmp_path / "transcripts").iterdir()] == ["poll-guard-1.txt"]
+
+    line = usage_error(capsys, [*TWO_RUNS, "--overwrite"], "lab")
+    assert line == "--overwrite goes with --output DIR"
+
+
+def test_an_output_that_is_a_file_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    file = tmp_path / "notes.txt"
+    file.write_text("mine\n", encoding="utf-8")
+    line = usage_error(capsys, [*TWO_RUNS, "--output", str(file)], "lab")
+    assert line == f"--output {file}: a file, not a directory"
+    # A directory that cannot be made, before any run.
+    assert main([*TWO_RUNS, "--output", str(file / "runs")]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"error: --output {file / 'runs'}: cannot write there (Not a directory)\n",
+    )
+    assert file.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_each_runs_line_is_in_the_file_as_soon_as_the_run_ends(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lines: list[int] = []
+
+    def look(number: int) -> None:  # the 4th call is the 2nd run's first
+        if number == 4:
+            lines.append(len((tmp_path / "lab.jsonl").read_text(encoding="utf-8").splitlines()))
+            assert (tmp_path / "transcripts" / "poll-none-1.txt").exists()
+
+    counting(monkeypatch, look)
+    assert main([*TWO_RUNS, "--output", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert lines == [1]  # were the lab killed there, the first run would be kept
+
+
+def test_an_interrupted_lab_prints_the_table_of_the_runs_done_and_keeps_their_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    at = 4  # Ctrl-C in the 2nd run
+
+    def interrupt(number: int) -> None:
+        if number == at:
+            raise KeyboardInterrupt
+
+    counting(monkeypatch, interrupt)
+    assert main([*TWO_RUNS, "--output", str(tmp_path)]) == 130
+    out, err = capsys.readouterr()
+    assert err == "interrupted\n"
+    assert [line.split()[:3] for line in out.splitlines()[1:2]] == [["poll", "none", "1"]]
+    rows = (tmp_path / "lab.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(row)["condition"] for row in rows] == ["none"]
+
+    at = 1
+    assert main(TWO_RUNS) == 130  # in the first run: no table, nothing done
+    assert capsys.readouterr() == ("", "interrupted\n")

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +63,57 @@ def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
         ["poll", "finish", "1", "11.0", "11.0", "escalated", "1"],
         ["poll", "neutral", "1", "24.0", "24.0", "limit", "1"],
     ]
+
+
+# -- a lab stopped midway, for real -------------------------------------------------------------
+
+
+@pytest.fixture
+def held_lab(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """The lab's command, running three runs on the test server, whose first has ended: the
+    second waits for a model that does not answer. Stopped by its pid at the end."""
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 2, answer="Still running.")
+    with ProviderServer(script) as server:
+        server.hold_after(3)  # the first run's 3 model calls
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        argv += ["--conditions", "none,guard,escalate", "--output", str(tmp_path)]
+        lab = subprocess.Popen(
+            [sys.executable, "-m", "repeat_reminder_langchain", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert lab.stderr is not None
+            for line in lab.stderr:  # until the first run's line
+                if line.startswith("[1/3] poll · none · run 1: "):
+                    break
+            else:
+                raise AssertionError(f"the lab ended first (exit code {lab.wait()})")
+            yield lab, tmp_path
+        finally:
+            if lab.poll() is None:
+                os.kill(lab.pid, signal.SIGKILL)
+            lab.communicate()
+
+
+def test_a_lab_killed_midway_keeps_the_runs_done(
+    held_lab: tuple[subprocess.Popen[str], Path],
+) -> None:
+    lab, output = held_lab
+    os.kill(lab.pid, signal.SIGKILL)
+    lab.wait()
+    rows = [json.loads(line) for line in (output / "lab.jsonl").read_text().splitlines()]
+    assert [(r["condition"], r["run"]) for r in rows] == [("none", 1)]
+    assert (output / "transcripts" / "poll-none-1.txt").exists()
+
+
+def test_ctrl_c_stops_the_lab_with_one_line_and_the_table_of_the_runs_done(
+    held_lab: tuple[subprocess.Popen[str], Path],
+) -> None:
+    lab, output = held_lab
+    os.kill(lab.pid, signal.SIGINT)
+    out, err = lab.communicate()
+    assert (lab.returncode, err) == (130, "interrupted\n")
+    assert [line.split()[:3] for line in out.splitlines()[1:2]] == [["poll", "none", "1"]]
+    assert len((output / "lab.jsonl").read_text().splitlines()) == 1
