@@ -40,8 +40,8 @@ class RepeatToolLoopError(RuntimeError):
         self.thread_id = thread_id
         super().__init__(
             f"repeat tool loop stopped: {escalation.summary} ({escalation.detector}, "
-            f"escalate_after={escalation.limit}), arguments {escalation.digest}, "
-            f"thread {thread_id}"
+            f"escalate_after={escalation.limit}), arguments {escalation.digest}"
+            + ("" if thread_id is None else f", thread {thread_id}")  # none: not said at all
         )
 
 

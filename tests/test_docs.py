@@ -639,3 +639,12 @@ def test_the_table_of_configuration_errors_is_what_happens(
         build()
     assert message in str(caught.value)
     assert f"`{error.__name__}`: {message}" in text(CONFIGURATION)
+
+
+def test_the_readmes_settings_table_has_a_row_for_every_field() -> None:
+    rows = {
+        line.split("|")[1].strip().split("`")[1]
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `")
+    }
+    assert set(ReminderConfig.model_fields) <= rows

@@ -751,7 +751,8 @@ def test_the_loop_error_says_what_was_stopped_where_and_its_limit() -> None:
     )
     assert (error.count, error.escalate_after) == (7, 6)
     assert (error.arguments, error.digest) == ('{"q":"same"}', "1f2e")
-    assert str(RepeatToolLoopError(stopped)).endswith(", thread None")
+    # A run without a thread: the message does not say "thread None".
+    assert str(RepeatToolLoopError(stopped)).endswith("arguments 1f2e")
 
 
 def test_the_question_put_to_a_human_names_the_loop_and_every_answer() -> None:

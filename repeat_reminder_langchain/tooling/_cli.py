@@ -58,7 +58,7 @@ Top conversations (--top): conversation (its index in the input, from 0 across a
   usage (usage_metadata, or usage in OpenAI and Anthropic logs); "—" when it does not.
 Findings, one per model turn the guard would have reminded (one message): conversation,
   id, message (the index of the model message that made the calls, in the conversation's
-  (or state's) list; "position" in --json), tool, detector (repeat, stale, same_error),
+  (or state's) list; "position" in --json), tool, detector (the one that fired),
   count (what the detector counted), level (gentle, detailed, escalated) and arguments
   (canonical, cut to 100 characters); for a turn whose calls drew several reminders, each
   one's values side by side ("reasons" in --json); and sent (when the conversations hold
