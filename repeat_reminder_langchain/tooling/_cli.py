@@ -510,11 +510,26 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
 
 
 def _option_problem(line: str, given: Mapping[str, Any]) -> str:
-    """A problem of an option in the words of the command line (a file's names its field)."""
+    """A problem in the words of the command line: each field as its option, but in a file's.
+
+    A file's problem names its fields, but those given as options. The way out is written as
+    options are (`--thresholds 3,5`, not `thresholds=[3, 5]`); a problem of the file that
+    options caused names them as options.
+    """
+    fields = [*ReminderConfig.model_fields, *short_forms()]
     if line.split(":", maxsplit=1)[0] not in given:
-        return line
-    names = "|".join([*ReminderConfig.model_fields, *short_forms()])
-    return re.sub(rf"\b({names})\b", lambda m: _flag(m[1]), line)
+        line = re.sub(r"\(from the keywords? ([a-z_, ]+):", _options_named, line)
+        fields = [name for name in fields if name in given]
+    if fields:
+        names = "|".join(fields)
+        line = re.sub(rf"(?<![.\w-])({names})(?![.\w])", lambda m: _flag(m[1]), line)
+    return re.sub(r"(--[a-z-]+)=\[([^\]]*)\]", lambda m: f"{m[1]} {m[2].replace(' ', '')}", line)
+
+
+def _options_named(found: re.Match[str]) -> str:
+    """`(from the keywords a, b:` as the command line says it: `(from the options --a, --b:`."""
+    names = found[1].split(", ")
+    return f"(from the option{'s' if len(names) > 1 else ''} {', '.join(map(_flag, names))}:"
 
 
 def _fails(result: Any, fail_on: str | int | None) -> str | None:

@@ -26,6 +26,7 @@ from repeat_reminder_langchain.tooling.demo import run_demo
 from ..helpers import usage_error
 
 UNGUARDED = messages_to_dict(run_demo(None))
+ESCALATE_5 = ["--escalate-after", "5"]
 
 
 @pytest.fixture
@@ -101,9 +102,15 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["demo", "--error-pattern", "("], "--error-pattern: invalid regular expression"),
         (["demo", "--not-user", "("], "--not-user: invalid regular expression"),
         (
-            ["demo", "--escalate-after", "5"],
+            ["demo", *ESCALATE_5],
             "--escalate-after: must be greater than every threshold of the repeat "
-            "detector (the last is 8)",
+            "detector (the last is 8), got 5; pass --thresholds 3 (reminders before the stop) "
+            "or --escalate-after ≥ 9",
+        ),
+        (
+            ["demo", "--detect", "repeat,stale", "--stale-thresholds", "3,6", *ESCALATE_5],
+            "pass --thresholds 3 and --stale-thresholds 3 (reminders before the stop) or "
+            "--escalate-after ≥ 9",
         ),
         (
             ["demo", "--exit-behavior", "error"],
@@ -384,6 +391,19 @@ def test_an_option_over_a_file_is_named_as_the_option(
     assert usage_error(capsys, argv, "audit").startswith(
         "--escalate-after: must be greater than every threshold of the repeat detector (the "
         "last is 3)"
+    )
+
+
+def test_a_file_that_options_make_wrong_names_the_options_as_options(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "guard.toml"
+    path.write_text("escalate_after = 9\n", encoding="utf-8")
+    argv = ["audit", log, "--config", str(path), "--thresholds", "3,10"]
+    assert usage_error(capsys, argv, "audit").startswith(
+        "escalate_after: must be greater than every threshold of the repeat detector (the last "
+        "is 10), got 9; pass --thresholds 3 (reminders before the stop) or escalate_after ≥ 11 "
+        f"(from the option --thresholds: {path} alone is valid)"
     )
 
 
