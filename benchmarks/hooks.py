@@ -330,9 +330,9 @@ def _size_rows(added: dict[tuple[str, int, str], list[float]]) -> list[Row]:
             rows.append(
                 Row(
                     f"hooks.{_key(name)}.{_key(hook)}.per_message",
-                    f"{name}: {hook}, µs per message more ({SHORT} to {LONG:,})",
+                    f"{name}: {hook}, each message more ({SHORT} to {LONG:,})",
                     _median(more),
-                    "us",
+                    "us/message",
                     SEARCH,
                     _spread(more),
                 )

@@ -19,7 +19,8 @@ class Row:
         key: The name in `results.json`.
         label: What the line measures, for the printed table.
         value: The measured figure.
-        unit: How to read `value`: `"ratio"`, `"bytes"` or `"us"` (microseconds).
+        unit: How to read `value`: `"ratio"`, `"bytes"`, `"us"` (microseconds) or
+            `"us/message"` (microseconds for each message more), among others.
         target: The bound `value` must not exceed, or None for a figure shown for context.
         spread: For a ratio, half the interquartile range of the per-round ratios: how much
             the rounds disagree (a wide spread means a busy machine; rerun when it is calm).
