@@ -258,7 +258,6 @@ class LoopCounter:
 
     __slots__ = (
         "_cut",
-        "_detectors",
         "_failure",
         "_in_use",
         "_limit",
@@ -274,21 +273,19 @@ class LoopCounter:
     def __init__(self, config: ReminderConfig) -> None:
         self.config = config
         # The detectors in use, in precedence order, each with its level table (None: the
-        # tool's own rules).
-        self._detectors: tuple[tuple[Detector, Levels | None], ...] = tuple(
-            (detector(settings), _levels(settings))
+        # tool's own rules) and no memory yet (`_start` gives each its memory of an agent).
+        self._in_use: _InUse = tuple(
+            (detector(settings), _levels(settings), None)
             for name, detector in DETECTORS.items()
             if name in config.detect
             for settings in (config.detector_settings(name),)
         )
+        detectors = [detector for detector, _, _ in self._in_use]
         # Under the defaults (`repeat` alone) no detector reads a result or keeps memory.
-        self._stateful = any(detector.memory is not None for detector, _ in self._detectors)
-        self._in_use: _InUse = tuple(
-            (detector, levels, None) for detector, levels in self._detectors
-        )
+        self._stateful = any(detector.memory is not None for detector in detectors)
         # Whether a detector reads results: then each call's is read once, for every detector, and
         # judged a failure or not (`error_pattern`).
-        self._reads = any(detector.reads != "calls" for detector, _ in self._detectors)
+        self._reads = any(detector.reads != "calls" for detector in detectors)
         pattern = config.error_pattern
         self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
@@ -297,12 +294,10 @@ class LoopCounter:
         self._cut: Callable[[str], str] = partial(preview, limit=config.arguments_preview_chars)
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The detectors asked what of their memory a new user message leaves in place.
-        self._remembering = tuple(
-            detector for detector, _ in self._detectors if detector.memory is not None
-        )
+        self._remembering = tuple(detector for detector in detectors if detector.memory is not None)
         # The detectors that count and report, and neither remind nor escalate (`remind` False).
         self._reporting = frozenset(
-            name for name in config.detect if not config.detector_settings(name).remind
+            detector.name for detector in detectors if not detector.options.remind
         )
 
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
@@ -483,7 +478,7 @@ class LoopCounter:
         memories = record.get("detectors", {})
         return tuple(
             (detector, levels, detector.start(memories.get(detector.name, {})))
-            for detector, levels in self._detectors
+            for detector, levels, _ in self._in_use
         )
 
     def _progress(self, rules: Rules, call: Call, same: bool, result: str) -> tuple[bool, str, str]:

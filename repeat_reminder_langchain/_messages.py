@@ -145,11 +145,13 @@ def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[Bas
         ['human', 'human']
     """
     listed = messages if isinstance(messages, list) else list(messages)
+    if keeps_system_messages(model):
+        return listed  # asked first: the model alone decides, the conversation is not read
     # Over the whole conversation, before every model call: the scans over message types run
     # in C, and Python only visits the system messages.
     kinds = list(map(type, listed))
     system_kinds = [kind for kind in set(kinds) if issubclass(kind, SystemMessage)]
-    if not system_kinds or keeps_system_messages(model):
+    if not system_kinds:
         return listed
     prepared: list[BaseMessage] | None = None
     for index in sorted(_positions(kinds, system_kinds)):

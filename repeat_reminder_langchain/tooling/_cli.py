@@ -9,7 +9,6 @@ lists are comma-separated (and list options may be repeated).
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from typing import IO, Any, Literal, NoReturn, get_args, get_origin
 from pydantic.fields import FieldInfo
 
 from .. import __version__
+from .._checks import did_you_mean
 from .._config import ConfigError, ReminderConfig, short_forms
 from .._detectors import DETECTORS
 
@@ -152,9 +152,8 @@ def _detectors(text: str) -> list[str]:
         )
     for name in names:
         if name not in DETECTORS:
-            close = difflib.get_close_matches(name, [*DETECTORS, "all"], n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"the detectors are {_detect_help()}"
-            raise argparse.ArgumentTypeError(f"unknown detector {name!r}; {hint}")
+            hint = did_you_mean(name, [*DETECTORS, "all"], "the detectors")
+            raise argparse.ArgumentTypeError(f"unknown detector {name!r}{hint}")
     return names
 
 

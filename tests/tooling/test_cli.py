@@ -90,8 +90,8 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["demo", "--detect", "repeat,loops"], "--detect: unknown detector 'loops'"),
         (
             ["audit", "x", "--detect", "foo"],
-            "argument --detect: unknown detector 'foo'; the detectors are repeat (default), "
-            f"{', '.join(list(DETECTORS)[1:])}, or all",
+            "argument --detect: unknown detector 'foo'; the detectors are "
+            f"{', '.join(DETECTORS)}, all",
         ),
         (["demo", "--detect", "stale,repet"], "--detect: unknown detector 'repet'; did you mean"),
         (
@@ -382,29 +382,33 @@ def test_a_settings_file_that_is_wrong_is_one_line_naming_it(
     assert line.startswith(f"{path}: {problem}")
 
 
-def test_an_option_over_a_file_is_named_as_the_option(
-    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+@pytest.mark.parametrize(
+    "case",
+    [
+        (  # the option's problem: named as the option, its way out in options
+            "thresholds = [3]",
+            ["--escalate-after", "3"],
+            "--escalate-after: must be greater than every threshold of the repeat detector (the "
+            "last is 3), got 3; pass --escalate-after ≥ 4",
+        ),
+        (  # the file's problem, which an option made: the file's names, the option as option
+            "escalate_after = 9",
+            ["--thresholds", "3,10"],
+            "escalate_after: must be greater than every threshold of the repeat detector (the "
+            "last is 10), got 9; pass --thresholds 3 (reminders before the stop) or "
+            "escalate_after ≥ 11 (from the option --thresholds: {path} alone is valid)",
+        ),
+    ],
+    ids=["option", "file made wrong by an option"],
+)
+def test_a_problem_of_a_file_and_options_names_each_as_it_was_given(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, case: tuple[str, list[str], str]
 ) -> None:
+    stored, options, problem = case
     path = tmp_path / "guard.toml"
-    path.write_text("thresholds = [3]\n", encoding="utf-8")
-    argv = ["audit", log, "--config", str(path), "--escalate-after", "3"]
-    assert usage_error(capsys, argv, "audit").startswith(
-        "--escalate-after: must be greater than every threshold of the repeat detector (the "
-        "last is 3)"
-    )
-
-
-def test_a_file_that_options_make_wrong_names_the_options_as_options(
-    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
-) -> None:
-    path = tmp_path / "guard.toml"
-    path.write_text("escalate_after = 9\n", encoding="utf-8")
-    argv = ["audit", log, "--config", str(path), "--thresholds", "3,10"]
-    assert usage_error(capsys, argv, "audit").startswith(
-        "escalate_after: must be greater than every threshold of the repeat detector (the last "
-        "is 10), got 9; pass --thresholds 3 (reminders before the stop) or escalate_after ≥ 11 "
-        f"(from the option --thresholds: {path} alone is valid)"
-    )
+    path.write_text(stored + "\n", encoding="utf-8")
+    argv = ["audit", log, "--config", str(path), *options]
+    assert usage_error(capsys, argv, "audit").startswith(problem.format(path=path))
 
 
 def test_settings_that_cannot_be_written_stop_before_the_audit(
