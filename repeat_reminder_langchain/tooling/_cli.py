@@ -629,12 +629,7 @@ def _lab(args: argparse.Namespace) -> int:
             try:
                 run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
                                config=config)  # fmt: skip
-            # A model that cannot be reached, a key that is refused; or Ctrl-C, said by main.
-            except (Exception, KeyboardInterrupt) as error:
-                if done:
-                    print(format_lab(done))  # the runs done are measured all the same
-                if isinstance(error, KeyboardInterrupt):
-                    raise
+            except Exception as error:  # a model that cannot be reached, a key refused
                 raise _Failure(
                     f"{task.name} · {condition} · run {count}: the model failed: "
                     f"{type(error).__name__}: {' '.join(str(error).split())}"
@@ -646,6 +641,11 @@ def _lab(args: argparse.Namespace) -> int:
                 print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
                       f"{run.model_calls} model calls, longest run {run.longest}, "
                       f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
+    # The runs done are measured all the same; Ctrl-C, wherever it falls, is said by main.
+    except (_Failure, KeyboardInterrupt):
+        if done:
+            print(format_lab(done))
+        raise
     finally:
         if out is not None:  # complete up to a failure
             out.close()
