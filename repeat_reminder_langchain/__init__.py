@@ -67,8 +67,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if module is None:  # a name 0.2.0 exported, with its warning; or AttributeError
+        return importlib.import_module("._moved", __name__).moved(__name__, stacklevel=3)(name)
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value

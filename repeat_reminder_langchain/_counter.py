@@ -134,8 +134,10 @@ _TYPES: dict[str, type] = {
 def read_record(data: object) -> Record:
     """The record a face stored, checked field by field (a field it does not know is left as is).
 
-    Each detector checks its own memory. A record stored by 0.3, with the detectors' memories
-    in flat fields of its own (`failing`, `seen`, ...), is read into the record of today.
+    Each detector checks its own memory. A record stored by an earlier version is read into
+    the record of today: 0.2.0's names the call's arguments `digest` (today's `key`, the same
+    value); development builds after it kept the detectors' memories in flat fields
+    (`failing`, `seen`, ...).
 
     Raises:
         RecordError: `data` is not what the guard writes, naming the field.
@@ -144,7 +146,7 @@ def read_record(data: object) -> Record:
         if not isinstance(data, Mapping):
             raise RecordError(f"a stored record must be a mapping, got {type(data).__name__}")
         data = dict(data)
-    if not _LEGACY.isdisjoint(data):
+    if not _EARLIER.isdisjoint(data):
         data = _upgraded(data)
     for name, value in data.items():
         kind = _TYPES.get(name)
@@ -166,13 +168,18 @@ def read_record(data: object) -> Record:
 # reminders were stored in the conversation as system messages (they stay in it).
 _LASTING = ("turn", "system")
 
-# The fields in which 0.3 kept the detectors' memories, each detector's own.
+# The fields in which development builds before 0.4.0 kept the detectors' memories, each
+# detector's own; and 0.2.0's name of the arguments' key.
 _LEGACY = frozenset(field for detector in DETECTORS.values() for field in detector.legacy)
+_KEY_0_2 = "digest"
+_EARLIER = _LEGACY | {_KEY_0_2}
 
 
 def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
-    """A record stored by 0.3, as the record of today: each detector reads its old fields."""
+    """A record stored before 0.4.0, as the record of today: each detector reads its old fields."""
     data = dict(data)
+    if _KEY_0_2 in data:
+        data.setdefault("key", data.pop(_KEY_0_2))
     flat = {name: data.pop(name) for name in _LEGACY & data.keys()}
     detectors: dict[str, Any] = {}
     for detector in DETECTORS.values():

@@ -364,9 +364,9 @@ def test_a_record_stored_by_0_3_is_read_into_todays() -> None:
         read_record({"seen": ["a"]})
 
 
-def test_a_record_with_0_3_fields_beside_todays_memories_keeps_them_all() -> None:
-    # A 0.3 guard keeps the fields it does not know: on a thread that today's guard and a
-    # 0.3 one both wrote to, the memories today's guard wrote are read with 0.3's fields.
+def test_a_record_with_earlier_fields_beside_todays_memories_keeps_them_all() -> None:
+    # A development build before 0.4.0 keeps the fields it does not know: on a thread that
+    # today's guard and such a build both wrote to, today's memories are read with its fields.
     stale = {"calls": {"a": ["279ddbaa60cbc7fc", 2, 0]}}
     data = {"failing": "book", "error": "e" * 32, "failures": 2, "detectors": {"stale": stale}}
     assert read_record(data)["detectors"] == {

@@ -36,6 +36,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
+from repeat_reminder_langchain._moved import MOVED
 
 from .conftest import PEERS_OPTIONAL
 
@@ -493,7 +494,10 @@ def test_the_api_reference_lists_exactly_the_public_surface() -> None:
         module: names for module, names in by_module.items() if module not in exported.values()
     }
     modules = _public_modules() - {package.__name__, f"{package.__name__}.tooling"}
-    assert sorted(public) == sorted(modules)
+    # 0.2.0's module paths, kept for this release, have no name of their own: no surface.
+    kept = {module for module in modules if not importlib.import_module(module).__all__}
+    assert {module.removeprefix(f"{package.__name__}.") for module in kept} <= set(MOVED)
+    assert sorted(public) == sorted(modules - kept)
     for module, names in public.items():
         assert sorted(importlib.import_module(module).__all__) == sorted(names), module
     assert "`repeat_reminder_langchain.__version__`" in text(DOCS / "reference.md")

@@ -4,7 +4,8 @@ Every module is in one room. The core (configuration, canonical arguments, count
 detectors, the reminders' words) imports nothing from LangChain; the translation between a
 conversation and the core sits on it; reporting on those; the room named "faces" (the guard
 step, the wiring warnings, and the handler, node and middleware users wire in) on all of these;
-the tooling on top, imported by nothing below it. No module imports one that imports it back,
+0.2.0's module paths, which find each old name where it lives now, on those; the tooling on
+top, imported by nothing below it. No module imports one that imports it back,
 even for types only.
 
 Every module below the tooling is private to users (its name starts with an underscore): a user
@@ -50,6 +51,29 @@ ROOMS = {
     "translation": {"_conversation", "_messages", "replay"},
     "reporting": {"_events", "_metrics", "_stats"},
     "faces": {"_guard", "_wiring", "_callbacks", "_graph", "_middleware", "_prebuilt"},
+    # 0.2.0's module paths, each a name table's lookup (`_moved`), for 0.4 only.
+    "moved": {
+        "_moved",
+        "callbacks",
+        "canonical",
+        "config",
+        "conversation",
+        "escalation",
+        "events",
+        "graph",
+        "messages",
+        "middleware",
+        "policy",
+        "prebuilt",
+        "reminder",
+        "stats",
+        "steps",
+        "streaks",
+        "tooling.cli",
+        "tooling.logs",
+        "tooling.progress",
+        "tooling.report",
+    },
     "tooling": {
         "__main__",
         "tooling",

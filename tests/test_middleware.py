@@ -755,7 +755,9 @@ def _sent(guard: RepeatToolReminderMiddleware, record: dict[str, Any], model: An
     return guard.wrap_model_call(request, lambda sent: sent.messages)  # type: ignore[arg-type, return-value]
 
 
-STORED = {"system": True}  # reminders were stored as system messages (0.3 wrote it too)
+STORED = {
+    "system": True
+}  # reminders were stored as system messages (builds before 0.4.0 wrote it too)
 
 
 def test_a_request_is_left_as_it_is_when_its_model_takes_what_is_stored() -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import zipfile
 from importlib.metadata import files, metadata, packages_distributions, requires, version
 from pathlib import Path
 
@@ -178,16 +179,64 @@ def test_the_notebooks_extra_holds_what_the_notebooks_import() -> None:
     assert missing == []
 
 
-def test_the_sdist_holds_what_its_tests_read(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The wheel and the sdist, built from this checkout by the project's build backend."""
     pytest.importorskip("hatchling", reason="the build backend is in the dev extra")
     from hatchling.builders.sdist import SdistBuilder
+    from hatchling.builders.wheel import WheelBuilder
 
-    built = next(SdistBuilder(str(ROOT)).build(directory=str(tmp_path), versions=["standard"]))
-    with tarfile.open(built) as sdist:
+    out = tmp_path_factory.mktemp("dist")
+    return {
+        "sdist": Path(next(SdistBuilder(str(ROOT)).build(directory=str(out)))),
+        "wheel": Path(next(WheelBuilder(str(ROOT)).build(directory=str(out)))),
+    }
+
+
+def test_the_sdist_holds_what_its_tests_read(built: dict[str, Path]) -> None:
+    with tarfile.open(built["sdist"]) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     # What the package tests read beside the code (the README, the Makefile, the CI script,
     # the metrics guide), and what the documentation tests read (CONTRIBUTING.md, the site's
     # configuration and pages).
     assert {".ci/run", "README.md", "Makefile", "pyproject.toml", "docs/guides/metrics.md"} <= names
     assert {"CONTRIBUTING.md", "mkdocs.yml", "docs/index.md", "docs/reference.md"} <= names
-    assert "tests/test_package.py" in names
+    assert {"tests/test_package.py", "tests/data/checkpoint-0.2.0.sqlite"} <= names
+
+
+def test_the_release_passes_the_package_index_checks(built: dict[str, Path]) -> None:
+    # What an index checks on upload (the metadata, the README rendering), strict.
+    pytest.importorskip("twine", reason="the upload checker is in the dev extra")
+    done = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, built.values())],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2
+
+
+def test_the_wheel_is_the_package_and_the_version_the_changelog_releases(
+    built: dict[str, Path],
+) -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    with zipfile.ZipFile(built["wheel"]) as wheel:
+        names = set(wheel.namelist())
+        info = next(name for name in names if name.endswith(".dist-info/METADATA"))
+        meta = wheel.read(info).decode()
+        entry_points = wheel.read(info.replace("METADATA", "entry_points.txt")).decode()
+    # Every module of the package and its type marker, nothing of the tests.
+    modules = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "repeat_reminder_langchain").rglob("*.py")
+    }
+    assert modules | {"repeat_reminder_langchain/py.typed"} <= names
+    assert not any(name.startswith(("tests/", "benchmarks/", "evaluation/")) for name in names)
+    assert f"\nVersion: {declared['version']}\n" in meta
+    assert "Description-Content-Type: text/markdown" in meta
+    assert "repeat-reminder = repeat_reminder_langchain.tooling._cli:main" in entry_points
+    # The CHANGELOG's latest section is the version the package says it is.
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    latest = re.search(r"^## (\S+)", changelog, re.MULTILINE)
+    assert latest is not None and latest[1] == declared["version"]

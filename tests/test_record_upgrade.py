@@ -1,4 +1,5 @@
-"""A thread whose guard stored its record as 0.3 did goes on counting where it stood."""
+"""A thread whose guard stored its record as an earlier version did goes on counting where it
+stood: 0.2.0, and the development builds between it and 0.4.0."""
 
 from __future__ import annotations
 
@@ -18,10 +19,15 @@ from .helpers import assert_adjacent, call, reminders, scripted, turn
 
 sqlite_saver = pytest.importorskip("langgraph.checkpoint.sqlite")
 
-# Made by 0.3 (git 791cad7) with the middleware below: `read a`, `read b`, `read a`, then
-# `book` failing three times in a row with one error, the third call stopped before its tool
-# ran. The record holds the stale memory and the failure streak in 0.3's flat fields.
-CHECKPOINT = Path(__file__).parent / "data" / "checkpoint-0.3.sqlite"
+DATA = Path(__file__).parent / "data"
+# Made by a development build (git 791cad7) with the middleware below: `read a`, `read b`,
+# `read a`, then `book` failing three times in a row with one error, the third call stopped
+# before its tool ran. The record holds the stale memory and the failure streak in flat fields.
+CHECKPOINT = DATA / "checkpoint-dev-791cad7.sqlite"
+# Made by 0.2.0 (git 023ecdf) with `RepeatToolReminderMiddleware()`: `read a` twice, a third
+# time stopped before its tool ran (`interrupt_before=["tools"]`). 0.2.0 named the call's key
+# `digest`.
+CHECKPOINT_0_2_0 = DATA / "checkpoint-0.2.0.sqlite"
 
 
 @tool
@@ -36,7 +42,7 @@ def read(path: str = "") -> str:
     return f"contents of {path}"
 
 
-def test_a_record_stored_by_0_3_is_read_and_its_counts_go_on(tmp_path: Path) -> None:
+def test_a_record_of_a_development_build_is_read_and_its_counts_go_on(tmp_path: Path) -> None:
     copy = tmp_path / CHECKPOINT.name
     shutil.copy(CHECKPOINT, copy)
     with sqlite3.connect(copy, check_same_thread=False) as connection:
@@ -58,9 +64,35 @@ def test_a_record_stored_by_0_3_is_read_and_its_counts_go_on(tmp_path: Path) -> 
 
     assert_adjacent(messages)
     # The third failure and the third read of `a` with the same result: both memories came
-    # through, so both detectors count on from where 0.3 left them.
+    # through, so both detectors count on from where that build left them.
     assert reminders(messages) == [("gentle", "book", 3), ("gentle", "read", 3)]
     tags = [m.additional_kwargs["repeat_tool_reminder"] for m in messages if is_reminder(m)]
     assert [tag["detector"] for tag in tags] == ["same_error", "stale"]
     assert "failing" not in kept and "seen" not in kept  # written back as today's record
     assert sorted(kept["detectors"]) == ["stale"]  # the streak ended with the read
+
+
+def test_a_thread_of_0_2_0_counts_on_where_it_stood(tmp_path: Path) -> None:
+    copy = tmp_path / CHECKPOINT_0_2_0.name
+    shutil.copy(CHECKPOINT_0_2_0, copy)
+    with sqlite3.connect(copy, check_same_thread=False) as connection:
+        config: Any = {"configurable": {"thread_id": "t02"}}
+        guard = RepeatToolReminderMiddleware()
+        agent = create_agent(
+            scripted([]),
+            tools=[read],
+            middleware=[guard],
+            checkpointer=sqlite_saver.SqliteSaver(connection),
+            interrupt_before=["tools"],
+        )
+        stored = agent.get_state(config).values["repeat_tool_reminder"][guard.name]
+        assert (stored["tool"], stored["count"], "key" in stored) == ("read", 2, False)
+
+        messages = agent.invoke(None, config)["messages"]
+        kept = agent.get_state(config).values["repeat_tool_reminder"][guard.name]
+
+    assert_adjacent(messages)
+    # The third `read a`: 0.2.0's count of two goes on (it started over before 0.4.0 read the
+    # key 0.2.0 wrote), and the record is written back as today's.
+    assert reminders(messages) == [("gentle", "read", 3)]
+    assert (kept["count"], kept["key"], "digest" in kept) == (3, stored["digest"], False)

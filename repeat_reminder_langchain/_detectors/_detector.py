@@ -119,7 +119,7 @@ class Detector(ABC):
     nothing), or failures only (on logs where none can be recognised it counts nothing, and
     the audit says so)."""
     legacy: ClassVar[tuple[str, ...]] = ()
-    """The fields of a record stored by 0.3 that held its memory (read by `upgrade`)."""
+    """The fields that held its memory in a record of a development build before 0.4.0."""
 
     # Derived from `memory` when it is built (and `check`, below): a detector writes none.
     start: Callable[[Mapping[str, Any]], Any]
@@ -148,10 +148,10 @@ class Detector(ABC):
 
     @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Its memory from the `legacy` fields of a record stored by 0.3; None: none there.
+        """Its memory from the `legacy` fields of a record stored before 0.4.0; None: none there.
 
         Raises:
-            TypeError, ValueError: Those fields are not what 0.3 wrote.
+            TypeError, ValueError: Those fields are not what such a build wrote.
         """
         return None
 
@@ -224,7 +224,7 @@ def _stored(memory: Any) -> TypeAdapter[Any]:
 
 
 def expect(kept: Mapping[str, Any], types: Mapping[str, type]) -> None:
-    """Check fields of a record stored by 0.3 against their types (one it lacks is fine).
+    """Check fields of a record stored before 0.4.0 against their types (one it lacks is fine).
 
     Raises:
         TypeError: A field of another type, naming it.

@@ -94,8 +94,8 @@ class Stale(Detector):
 
     @classmethod
     def upgrade(cls, flat: Mapping[str, Any]) -> dict[str, Any] | None:
-        # 0.3 wrote each call as "result:times:changes"; one that reads otherwise was not
-        # written there, and is a call not seen.
+        # Builds before 0.4.0 wrote each call as "result:times:changes"; one that reads
+        # otherwise was not written there, and is a call not seen.
         seen, changes = flat.get("seen"), flat.get("changes", 0)
         if seen is None and not changes:
             return None

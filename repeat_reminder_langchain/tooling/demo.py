@@ -39,6 +39,7 @@ from .._config import ReminderConfig
 from .._escalation import RepeatToolLoopError
 from .._exits import EXITS
 from .._graph import RepeatToolReminderNode
+from .._moved import moved as _moved
 from .._reminder import SOURCE, is_reminder, tag_of
 from .._stats import StatsSnapshot
 from ._tables import plural
@@ -435,3 +436,7 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
     print(f"{'Without it:':<16} {_summary(run_demo(None, scenario, heeds=heeds), config, None)}")
     print(f"{'Guard stats:':<16} {_format_stats(stats)}")
     return 0
+
+
+# The names of 0.2.0's module that it no longer exports, each with its warning (`_moved`).
+__getattr__ = _moved(__name__)

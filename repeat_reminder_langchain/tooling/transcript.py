@@ -11,9 +11,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from .._canonical import canonicalize
 from .._config import ReminderConfig
 from .._messages import keeps_system_messages
+from .._moved import moved as _moved
 from .._policy import ToolPolicy
 from .._reminder import SOURCE, is_reminder, tag_of
-from ..replay import replay
+from ..replay import replay as _replay
 
 __all__ = [
     "Step",
@@ -76,7 +77,7 @@ def steps(
     """
     found = [
         Step(number, item.call.tool, None if item.trace is None else item.trace.streak)
-        for number, item in enumerate(replay(messages, config or ReminderConfig(), policies), 1)
+        for number, item in enumerate(_replay(messages, config or ReminderConfig(), policies), 1)
     ]
     made = 0  # calls made before the message at hand
     for message in messages:
@@ -144,7 +145,7 @@ def summarize(
     """
     levels = [m.additional_kwargs[SOURCE]["level"] for m in messages if is_reminder(m)]
     longest: tuple[str, int] | None = None
-    for item in replay(messages, config or ReminderConfig(), policies):
+    for item in _replay(messages, config or ReminderConfig(), policies):
         if item.trace is not None and (longest is None or item.trace.streak > longest[1]):
             longest = (item.call.tool, item.trace.streak)
     return Summary(
@@ -229,3 +230,7 @@ def _text(content: str | list[str | dict[str, object]]) -> str:
         parts = [p if isinstance(p, str) else p.get("text", "") for p in content]
         content = " ".join(str(part) for part in parts if part)
     return content
+
+
+# The names of 0.2.0's module that it no longer exports, each with its warning (`_moved`).
+__getattr__ = _moved(__name__)

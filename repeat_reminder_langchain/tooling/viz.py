@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from .._config import ReminderConfig
 from .._install import install_hint
+from .._moved import moved as _moved
 from .._policy import ToolPolicy
 from ._tables import plural
 from .transcript import Step, _transcript_rows, steps
@@ -161,3 +162,7 @@ def _plot_steps(
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
+
+
+# The names of 0.2.0's module that it no longer exports, each with its warning (`_moved`).
+__getattr__ = _moved(__name__)
