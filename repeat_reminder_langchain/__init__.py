@@ -4,6 +4,22 @@ It counts consecutive calls of the same tool with the same canonical arguments, 
 at thresholds adds an advisory reminder after the tool results. By default it never blocks,
 delays or rewrites a call or a result: the model decides.
 
+Which to use:
+
+- `RepeatToolReminderMiddleware`: an agent of `langchain.agents.create_agent` (deepagents
+  too), in `middleware=[...]`; its counts live in the checkpoint.
+- `RepeatToolReminderNode()` and `RepeatToolReminderState`: your own `StateGraph`, the node
+  after the tools node, its counts in the graph's state (`RepeatToolReminderAgentState` for
+  `create_react_agent`'s `pre_model_hook`).
+- `RepeatToolReminderCallbackHandler` and `RepeatToolReminderNode(handler)`: a graph whose
+  state you keep as it is; the handler, in `config["callbacks"]`, keeps the counts.
+- `ReminderConfig`: the settings all three take (as keywords, or `ReminderConfig.from_file`).
+- `stop_reason(result)`: after a run, the loop the guard stopped, if any (`escalate_after`).
+- `from_guard(message)`: whether the guard wrote a message; `prepare_messages`, reminders
+  made safe for a provider you call yourself.
+- The `repeat-reminder` command (`python -m repeat_reminder_langchain`): the demo, the audit
+  of saved conversations and checkpointer threads, the lab.
+
 The faces load lazily: importing the handler does not import `langchain.agents`.
 """
 
@@ -21,7 +37,7 @@ from ._reminder import Escalation, Reminder, RepeatToolReminderWarning, from_gua
 if TYPE_CHECKING:
     from ._callbacks import RepeatToolReminderCallbackHandler
     from ._graph import RepeatToolReminderNode, RepeatToolReminderState
-    from ._messages import prepare_messages
+    from ._messages import prepare_messages, stop_reason
     from ._middleware import RepeatToolReminderMiddleware
     from ._prebuilt import RepeatToolReminderAgentState
     from ._stats import Stats, StatsSnapshot
@@ -40,6 +56,7 @@ _LAZY = {
     "Stats": "_stats",
     "StatsSnapshot": "_stats",
     "prepare_messages": "_messages",
+    "stop_reason": "_messages",
 }
 
 __all__ = [
@@ -62,6 +79,7 @@ __all__ = [
     "canonicalize",
     "from_guard",
     "prepare_messages",
+    "stop_reason",
 ]
 
 

@@ -212,14 +212,13 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
         else:
             outcome = f"due but not delivered ({_UNDELIVERED})"
         logger.info(
-            "repeat tool reminder %s: %s (%s, %s), arguments %s%s, run %s",
+            "repeat tool reminder %s: %s (%s, %s), arguments %s%s",
             outcome,
             reminder.summary,
             reminder.level,
             reminder.detector,
             _arguments(reminder, config),
-            _thread(thread),
-            run,
+            _where(thread, run),
             # The same, as fields, for structured logging.
             extra={SOURCE: data, "thread_id": thread, "run_id": run},
         )
@@ -232,24 +231,25 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             escalation.exit.done if escalated["acted"] else "repeat tool loop would be stopped"
         )
         logger.warning(
-            "%s: %s (%s, %s count reached escalate_after=%s), arguments %s%s, run %s",
+            "%s: %s (%s, %s count reached escalate_after=%s), arguments %s%s",
             outcome,
             escalation.summary,
             escalation.behavior,
             escalation.detector,
             escalation.limit,
             _arguments(escalation, config),
-            _thread(thread),
-            run,
+            _where(thread, run),
             extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": run},
         )
         events.append((ESCALATION_EVENT, escalated))
     return events
 
 
-def _thread(thread: str | None) -> str:
-    """The thread as a log line names it: nothing for a run that has none."""
-    return "" if thread is None else f", thread {thread}"
+def _where(thread: str | None, run: str | None) -> str:
+    """The thread and the run as a log line names them: nothing of what a run has not."""
+    return (", thread " + thread if thread is not None else "") + (
+        ", run " + run if run is not None else ""
+    )
 
 
 def _arguments(told: Reminder | Escalation, config: ReminderConfig) -> str:

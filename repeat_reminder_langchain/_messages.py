@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
+from ._conversation import is_user_message
 from ._reminder import (
     SOURCE,
     Escalation,
@@ -26,6 +27,7 @@ from ._reminder import (
     Words,
     is_reminder,
     said,
+    tag_of,
     wrap,
 )
 
@@ -37,6 +39,7 @@ __all__ = [
     "keeps_system_messages",
     "prepare_messages",
     "reminder_message",
+    "stop_reason",
 ]
 
 
@@ -198,3 +201,31 @@ def _chat_models(runnable: object, depth: int = 0) -> Iterator[BaseChatModel]:
         inner = [runnable.default]
     for item in inner:
         yield from _chat_models(item, depth + 1)
+
+
+def stop_reason(result: Mapping[str, Any] | Sequence[BaseMessage]) -> Escalation | None:
+    """The loop the guard stopped since the user last spoke, or None: it stopped none.
+
+    Read from the conversation, so that a program running an agent can tell how its run ended
+    and set an exit code: pass what the agent returned (or a checkpoint's state, or the
+    messages). The guard writes the whole `Escalation` into the message it adds when it stops a
+    loop: the final message of a run it ended (`"end"`), the request for the model's answer
+    (`"finish"`: the model's answer follows it), the result of a call it refused (`"block"`:
+    the model went on). Its `behavior` says which; `detector`, `count` and `limit` why. With
+    `"error"` the run raises `RepeatToolLoopError` instead, and with `"interrupt"` it pauses
+    with the question (until a human answers `"end"`); `mode="observe"` stops nothing.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> stop_reason({"messages": [HumanMessage("hi"), AIMessage("Hello!")]}) is None
+        True
+
+    """
+    messages = result.get("messages", ()) if isinstance(result, Mapping) else result
+    for message in reversed(messages):
+        if is_user_message(message):
+            return None
+        tag = tag_of(message)
+        if tag is not None and tag.get("level") == "escalated":
+            return Escalation.from_tag(tag)
+    return None

@@ -107,7 +107,9 @@ class ReminderTag(TypedDict):
 
     A message that carries several reminders of one turn names the first (`tool`, `count`,
     `detector`), takes the firmest `level`, sums them all up in `summary` and lists each one's
-    tag in `reminders`.
+    tag in `reminders`. A message the guard wrote when it stopped a loop (`level: "escalated"`)
+    holds the whole `Escalation`: its `arguments`, `behavior`, `digest`, `position` and `limit`
+    besides.
     """
 
     kind: str
@@ -119,6 +121,11 @@ class ReminderTag(TypedDict):
     level: str
     detector: str
     reminders: NotRequired[list[ReminderTag]]
+    arguments: NotRequired[str]
+    behavior: NotRequired[str]
+    digest: NotRequired[str]
+    position: NotRequired[int]
+    limit: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,8 +281,29 @@ class Escalation:
         return EXITS[self.behavior]
 
     def tag(self) -> ReminderTag:
-        """What marks the guard's final message of a run it ended."""
-        return _tag(self.tool, self.count, "escalated", self.detector)
+        """What marks a message the guard wrote when it stopped this loop: all of it."""
+        tag = _tag(self.tool, self.count, "escalated", self.detector)
+        tag["arguments"], tag["behavior"], tag["digest"] = (
+            self.arguments,
+            self.behavior,
+            self.digest,
+        )
+        tag["position"], tag["limit"] = self.position, self.limit
+        return tag
+
+    @classmethod
+    def from_tag(cls, tag: Mapping[str, Any]) -> Escalation | None:
+        """The escalation a message's tag holds.
+
+        None: the tag is no escalation's, or one written before tags held all of it (0.4.0),
+        or not what the guard writes.
+        """
+        kinds = _ESCALATION_FIELDS.items()
+        if tag.get("level") != "escalated" or any(type(tag.get(n)) is not k for n, k in kinds):
+            return None
+        if tag["behavior"] not in EXITS:
+            return None
+        return cls(**{name: tag[name] for name in _ESCALATION_FIELDS})
 
 
 WordsOf = Mapping[str, Mapping[str, "str | Callable[[Any], str]"]]
@@ -283,6 +311,12 @@ WordsOf = Mapping[str, Mapping[str, "str | Callable[[Any], str]"]]
 `detailed`, or `final` for the last message of a run the guard ended), a format string or a
 function of the `Reminder` (or `Escalation`) that returns the text."""
 
+# What a tag holds of an escalation, and each value's type (a tag is read back from a
+# checkpoint).
+_ESCALATION_FIELDS = {
+    **dict.fromkeys(("tool", "detector", "arguments", "behavior", "digest"), str),
+    **dict.fromkeys(("count", "position", "limit"), int),
+}
 _REMINDER_FIELDS = ("tool", "count", "level", "detector", "arguments")
 _FINAL_FIELDS = ("tool", "count", "detector", "arguments", "limit", "what")
 

@@ -31,6 +31,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     from_guard,
     prepare_messages,
+    stop_reason,
 )
 from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._escalation import interrupt_request
@@ -91,6 +92,12 @@ def test_end_stops_the_run_with_a_final_message(
         "count": 6,
         "level": "escalated",
         "detector": "repeat",
+        # The whole escalation, for `stop_reason` to read back.
+        "arguments": '{"q":"same"}',
+        "behavior": "end",
+        "digest": digest('{"q":"same"}'),
+        "position": 0,
+        "limit": 6,
     }
     assert "looping on `probe`" in str(messages[-1].content)
     # The last message is the guard's, not the model's answer; a reader can tell.
@@ -807,3 +814,68 @@ def test_the_end_of_a_model_that_calls_all_the_same_keys_its_call_as_the_tool_sa
         ("finish", '{"q":"same"}', digest('{"q":"same"}')),
         ("end", '{"q":"same"}', digest('{"q":"same"}')),
     ]
+
+
+# -- the stop reason --------------------------------------------------------------------------
+
+
+def _why(stop: Escalation | None) -> tuple[Any, ...] | None:
+    return None if stop is None else (stop.behavior, stop.detector, stop.count, stop.limit)
+
+
+@pytest.mark.parametrize(
+    ("fields", "model", "asked", "why"),
+    [
+        ({**LIMIT, "exit_behavior": "end"}, LoopModel(), "loop 50", ("end", "repeat", 6, 6)),
+        # `finish`: the model's answer follows the request; a model that calls all the same
+        # is ended at the next call.
+        (FINISH, Finisher(), "loop 50", ("finish", "repeat", 4, 4)),
+        (FINISH, Finisher(deaf=True), "loop 50", ("end", "repeat", 5, 4)),
+        ({**LIMIT, "exit_behavior": "end", "mode": "observe"}, LoopModel(), "loop 50", None),
+        ({**LIMIT, "exit_behavior": "end"}, LoopModel(), "loop 5", None),  # reminded only
+    ],
+    ids=["end", "finish", "finish-ended", "observe", "reminded"],
+)
+def test_a_program_reads_from_the_result_why_the_guard_stopped_its_run(  # noqa: PLR0917
+    guarded: Make, thread: str, fields: dict[str, Any], model: Any, asked: str, why: Any
+) -> None:
+    agent = guarded(model, checkpointer=InMemorySaver(), **fields)
+    result = agent.graph.invoke(ask(asked), agent.run_config(thread))  # what a program gets
+    assert_adjacent(result["messages"])
+
+    stop = stop_reason(result)
+    assert _why(stop) == why
+    if stop is not None:  # the very escalation the guard reported
+        assert (stop.tool, stop.arguments, stop.digest) == (
+            "probe",
+            '{"q":"same"}',
+            digest('{"q":"same"}'),
+        )
+        assert stop_reason(result["messages"]) == stop  # the messages alone say as much
+    # The thread goes on: once the user speaks again, an earlier stop is not this run's.
+    again = agent.invoke(ask("answer now: loop 0"), thread)
+    assert stop_reason(again) is None
+    assert stop_reason(agent.state(thread)) is None  # the checkpoint holds both runs
+
+
+def test_a_refused_call_is_the_stop_reason_of_a_run_the_model_went_on_with() -> None:
+    script = [*[turn(call("probe", {"q": "same"})) for _ in range(6)], AIMessage("I stop here.")]
+    agent = build("middleware", scripted(script), exit_behavior="block", **LIMIT)
+    result = agent.graph.invoke(ask("loop"), agent.run_config())
+
+    assert_adjacent(result["messages"])
+    assert _why(stop_reason(result)) == ("block", "repeat", 6, 6)
+    assert result["messages"][-1].content == "I stop here."  # the model decided
+
+
+def test_an_error_or_a_question_is_no_stop_reason_in_the_messages(guarded: Make) -> None:
+    # `error` raises and `interrupt` pauses: those say it themselves, the messages do not.
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="error", **LIMIT)
+    with pytest.raises(RepeatToolLoopError) as raised:
+        agent.invoke(ask("loop 50"), "raised")
+    assert (raised.value.detector, raised.value.count, raised.value.escalate_after) == (
+        "repeat",
+        6,
+        6,
+    )
+    assert stop_reason(agent.state("raised")) is None

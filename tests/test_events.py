@@ -247,6 +247,25 @@ def test_a_run_without_a_thread_is_logged_without_one(
         assert record.__dict__["thread_id"] is None  # the field stays, for structured logging
 
 
+def test_a_node_run_outside_any_graph_names_no_run_it_does_not_have(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Called as a plain function (a test of the user's, a graph of another library): no
+    # thread, no run. The line leaves both out rather than saying "run None".
+    node = RepeatToolReminderNode(thresholds=[2])
+    looped = [*ask()["messages"]]
+    for n in range(2):
+        looped += [AIMessage("", tool_calls=[call("probe", SAME, f"c{n}")])]
+        looped += [ToolMessage("same", tool_call_id=f"c{n}")]
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        update = node({"messages": looped}, {})
+
+    assert len(update["messages"]) == 1  # the reminder
+    [line] = [r.getMessage() for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert re.search(r"\), arguments [0-9a-f]{32}$", line), line
+    assert caplog.records[-1].__dict__["run_id"] is None  # the field stays, as thread_id's
+
+
 def _runs_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.run_id for r in caplog.records if r.name == "repeat_reminder_langchain"]
 

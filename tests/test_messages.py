@@ -15,7 +15,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 
-from repeat_reminder_langchain import Escalation, Reminder, prepare_messages
+from repeat_reminder_langchain import Escalation, Reminder, prepare_messages, stop_reason
 from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
@@ -221,3 +221,18 @@ def test_a_turns_reminders_are_one_message_of_the_type_asked_each_in_a_paragraph
     assert reminder_message(due[:1]).additional_kwargs == reminder_message(due[0]).additional_kwargs
     gentle = [due[0], Reminder("third", 3, "gentle", "{}")]
     assert reminder_message(gentle).additional_kwargs["repeat_tool_reminder"]["level"] == "gentle"
+
+
+def test_the_stop_reason_is_the_latest_stop_since_the_user_spoke() -> None:
+    first = Escalation("probe", 6, "repeat", "{}", "block", "d", limit=6)
+    last = Escalation("probe", 7, "repeat", "{}", "end", "d", limit=6)
+    stopped = [
+        AIMessage("", tool_calls=[call("probe", {}, "c1")]),
+        blocked_result(first, "c1"),
+        escalation_message(last),
+    ]
+    # A history with no user message in it (handed in by a harness) is read whole.
+    assert stop_reason(stopped) == last
+    assert stop_reason(stopped[:2]) == first
+    assert stop_reason([]) is None
+    assert stop_reason([HumanMessage("go"), *stopped, HumanMessage("again")]) is None

@@ -27,6 +27,27 @@ def test_every_exported_name_is_there() -> None:
         package.Chain  # noqa: B018
 
 
+def test_help_on_the_package_says_which_name_to_use_for_what() -> None:
+    import pydoc
+
+    said = pydoc.render_doc(package, renderer=pydoc.plaintext).split("FUNCTIONS")[0]
+    said = " ".join(said.split())
+    for name, use in [
+        ("RepeatToolReminderMiddleware", "create_agent"),
+        ("RepeatToolReminderNode()", "StateGraph"),
+        ("RepeatToolReminderCallbackHandler", 'config["callbacks"]'),
+        ("ReminderConfig", "settings"),
+        ("stop_reason(result)", "the loop the guard stopped"),
+        ("from_guard(message)", "whether the guard wrote a message"),
+    ]:
+        assert re.search(rf"`{re.escape(name)}`[^-]*?{re.escape(use)}", said), name
+    # Every class a user builds is named there.
+    classes = [
+        n for n in package.__all__ if n.startswith("RepeatToolReminder") and "Warning" not in n
+    ]
+    assert [n for n in classes if f"`{n}" not in said] == []
+
+
 def test_importing_the_handler_does_not_import_langchain_agents() -> None:
     script = (
         "import sys\n"

@@ -93,3 +93,14 @@ def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
     assert not is_reminder(SimpleNamespace(type="human"))  # message-like, without tags
     assert not is_reminder("a string")
     assert not is_reminder(None)
+
+
+def test_an_escalation_is_read_back_from_its_tag_and_nothing_else_is() -> None:
+    stop = Escalation("grep", 9, "stale", '{"q":"x"}', "finish", "d1g", position=2, limit=8)
+    assert Escalation.from_tag(stop.tag()) == stop
+    assert Escalation.from_tag(Reminder("grep", 3, "gentle", "{}").tag()) is None
+    # A tag written before tags held the whole escalation, or altered in the checkpoint.
+    before = {k: v for k, v in stop.tag().items() if k not in ("behavior", "limit")}
+    assert Escalation.from_tag(before) is None
+    assert Escalation.from_tag({**stop.tag(), "count": "9"}) is None
+    assert Escalation.from_tag({**stop.tag(), "behavior": "explode"}) is None
