@@ -133,19 +133,24 @@ def _numbers(text: str) -> list[int]:
     return [int(part) for part in parts]
 
 
-def _names(text: str) -> list[str]:
-    parts = [part.strip() for part in text.split(",")]
-    if not all(parts):
-        raise argparse.ArgumentTypeError(
-            f"expected names separated by commas, like think,write_todos; got {text!r}"
-        )
-    return parts
+def _names(example: str) -> Callable[[str], list[str]]:
+    """A list option's parser, whose refusal shows what the option takes (`example`)."""
+
+    def parse(text: str) -> list[str]:
+        parts = [part.strip() for part in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(
+                f"expected names separated by commas, like {example}; got {text!r}"
+            )
+        return parts
+
+    return parse
 
 
 def _detectors(text: str) -> list[str]:
     if text.strip() == "all":
         return list(DETECTORS)
-    names = _names(text)
+    names = _names("repeat,stale")(text)
     if "all" in names:
         raise argparse.ArgumentTypeError(
             f"all names every detector: give all alone, or the detectors by name; got {text!r}"
@@ -333,7 +338,7 @@ def _kind(name: str, field: FieldInfo, hint: str) -> dict[str, Any]:
     if annotation == Sequence[int]:
         return {"type": _numbers, "metavar": "N,N,..."}
     if annotation == Sequence[str]:  # the fields' lists of names are tool-name patterns
-        return {"type": _names, "action": "extend", "metavar": "PATTERN,..."}
+        return {"type": _names("think,write_todos"), "action": "extend", "metavar": "PATTERN,..."}
     types = (
         set(get_args(annotation)) - {type(None)}
         if isinstance(annotation, UnionType)
@@ -586,10 +591,15 @@ def _lab_options(commands: Any) -> None:
     add = lab.add_argument
     add("--model", required=True, help="an init_chat_model string, or the served model's name")
     add("--base-url", metavar="URL", help="an OpenAI-compatible endpoint (e.g. llama.cpp)")
-    add("--tasks", type=_names, metavar="TASK,...", help="the tasks to run (default all)")
+    add(
+        "--tasks",
+        type=_names("poll,ping"),
+        metavar="TASK,...",
+        help="the tasks to run (default all)",
+    )
     add(
         "--conditions",
-        type=_names,
+        type=_names("none,guard"),
         default=["none", "guard", "escalate"],
         metavar="CONDITION,...",
         help="none, guard, escalate, finish, neutral, config (default none,guard,escalate)",

@@ -262,6 +262,15 @@ def test_a_model_that_never_stops_is_ended_by_the_cap_or_the_guard(
     ("argv", "problem"),
     [
         (["--tasks", "poll,loop"], "--tasks: unknown task 'loop'; the tasks are poll, ping"),
+        # Each list's refusal shows what it takes: tasks, not the tool names of --exclude.
+        (
+            ["--tasks", ",,"],
+            "argument --tasks: expected names separated by commas, like poll,ping; ",
+        ),
+        (
+            ["--conditions", "none,"],
+            "argument --conditions: expected names separated by commas, like none,guard",
+        ),
         (["--conditions", "loud"], "--conditions: unknown condition 'loud'; the conditions are"),
         (["--conditions", "config"], "--conditions config: name the settings with --config FILE"),
         (["--model", "nowhere:model"], "--model nowhere:model: ValueError: Unable to infer"),
