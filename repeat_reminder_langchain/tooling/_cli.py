@@ -81,9 +81,12 @@ _DEMO_HELP = """\
 Runs offline on a scripted model. --scenario poll: it polls a finished job and changes
 course at the detailed reminder. --scenario stale: it re-runs the same test between other
 steps and gets the same output (try --detect repeat,stale).
-With --escalate-after N the guard stops the loop at N: --exit-behavior end ends the run with
-a final message; error prints the RepeatToolLoopError on one line and exits 1; interrupt
-pauses for a human, and the demo answers "end" for you (it runs unattended).
+With --escalate-after N the guard stops the loop at N, as --exit-behavior says: end ends the
+run with a final message; finish asks the model for its answer in one more call without its
+tools (the demo's model answers with what it has); error prints the RepeatToolLoopError on
+one line and exits 1; interrupt pauses for a human, and the demo answers "end" for you (it
+runs unattended); block refuses the looping call before it runs, which only the middleware
+(create_agent) can do, so the demo refuses it.
 
 Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options; 130 interrupted
 (Ctrl-C)."""

@@ -393,10 +393,11 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
     from .transcript import format_transcript
 
     if config.escalate_after is not None and EXITS[config.exit_behavior].refuses:
+        *others, last = (name for name, exit in EXITS.items() if not exit.refuses)
         print(
-            "error: --exit-behavior block needs the middleware (create_agent), which sees a "
-            "call before it runs; this demo's graph uses the handler and node: use end, error "
-            "or interrupt",
+            f"error: --exit-behavior {config.exit_behavior} needs the middleware (create_agent), "
+            "which sees a call before it runs; this demo's graph uses the handler and node: use "
+            f"{', '.join(others)} or {last}",
             file=sys.stderr,
         )
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import get_args
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -14,6 +15,7 @@ from repeat_reminder_langchain import (
     canonicalize,
 )
 from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._exits import ExitBehavior
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
     TOOLS,
@@ -211,8 +213,22 @@ def test_block_is_refused_with_the_reason(capsys: pytest.CaptureFixture[str]) ->
     captured = capsys.readouterr()
 
     assert captured.out == ""
-    assert captured.err.startswith("error: --exit-behavior block needs the middleware")
-    assert len(captured.err.splitlines()) == 1
+    assert captured.err == (
+        "error: --exit-behavior block needs the middleware (create_agent), which sees a call "
+        "before it runs; this demo's graph uses the handler and node: use end, finish, error or "
+        "interrupt\n"
+    )
+
+
+def test_the_help_describes_every_exit_behavior_the_option_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    said = text.partition("as --exit-behavior says: ")[2].partition(". Exit codes")[0]
+    described = [clause.split()[0] for clause in said.split("; ")]
+    assert described == list(get_args(ExitBehavior))  # each, in the option's order
+    assert "finish asks the model for its answer in one more call without its tools" in said
 
 
 def test_the_retesting_model_gives_up_without_the_guard() -> None:
