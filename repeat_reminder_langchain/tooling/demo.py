@@ -376,10 +376,7 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
     summary = summarize(messages, config)
     longest = f"{summary.longest[0]} × {summary.longest[1]}" if summary.longest else "none"
     if sent is None:
-        said = (
-            f"{plural(summary.reminders, 'reminder')} "
-            f"({summary.gentle} gentle, {summary.detailed} detailed)"
-        )
+        said = f"{plural(summary.reminders, 'reminder')} ({summary.levels})"
     else:
         said = f"would have sent {plural(sent, 'reminder')}"
     tags = (tag_of(message) or {} for message in messages)

@@ -91,6 +91,21 @@ def test_the_demo_prints_the_transcript_every_reminder_line_and_both_summaries(
     ) in out
 
 
+def test_the_summary_of_a_finish_adds_up_and_agrees_with_the_transcript(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--escalate-after", "10", "--exit-behavior", "finish"]) == 0
+    out = capsys.readouterr().out
+
+    # The request for the answer is the 4th reminder, and where the loop stopped.
+    assert " 25  REMINDER   [escalated · job_status × 10]" in out.splitlines()
+    assert "× 11" not in out  # the model answered, its tools withheld: no 11th call
+    assert (
+        "With the guard:  10 tool calls · 4 reminders (1 gentle, 2 detailed, 1 escalated) · "
+        "longest streak: job_status × 10 · stopped at job_status × 10 (repeat)"
+    ) in out.splitlines()
+
+
 def test_options_change_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--message-type", "human", "--thresholds", "2,4"]) == 0
     out = capsys.readouterr().out
