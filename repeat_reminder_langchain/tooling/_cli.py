@@ -571,12 +571,14 @@ local llama.cpp server: --base-url http://127.0.0.1:8080/v1; the providers extra
 
 Per task and condition it prints: runs, model calls and the longest run of identical calls
 (means), what broke that run (the reminder level after its last call when the model then
-changed course; escalated, limit, or - when the model changed course unprompted), how many
-runs ended acceptably, tokens and seconds (means); then the totals per condition. --output DIR
-writes lab.jsonl (one line per run: the figures, the model, the settings, the answer) and one
-transcript per run, each run's as soon as it ends, so that a lab stopped midway keeps the runs
-done. A directory that holds an earlier lab's lab.jsonl or transcripts is refused before any
-run; --overwrite replaces them (the earlier transcripts all go).
+changed course; escalated when the guard stopped it, ending the run or asking for the answer;
+limit when the cap did; - when the model changed course unprompted), how many runs ended
+acceptably, tokens and seconds (means); then the totals per condition. A line per run on stderr
+says the same of each run as it ends. --output DIR writes lab.jsonl (one line per run: the
+figures, the model, the settings, the answer) and one transcript per run, each run's as soon as
+it ends, so that a lab stopped midway keeps the runs done. A directory that holds an earlier
+lab's lab.jsonl or transcripts is refused before any run; --overwrite replaces them (the
+earlier transcripts all go).
 
 Exit codes: 0 done; 2 bad options, a model that cannot be built, or one that fails midway (one
 line on stderr, after the table of the runs done); 130 interrupted (Ctrl-C: "interrupted" on
@@ -655,10 +657,11 @@ def _lab(args: argparse.Namespace) -> int:
             done.append(run)
             if out is not None:  # kept, should the lab be stopped at any point after
                 _lab_write(args, out, run, model)
-            if not args.quiet:
+            if not args.quiet:  # in the table's words, which the lab guide defines
                 print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
-                      f"{run.model_calls} model calls, longest run {run.longest}, "
-                      f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
+                      f"{run.model_calls} model calls, longest run {run.longest}, broken by "
+                      f"{run.broke or '-'}, {'' if run.acceptable else 'not '}acceptable",
+                      file=sys.stderr, flush=True)  # fmt: skip
     finally:
         if out is not None:  # complete up to a failure
             out.close()

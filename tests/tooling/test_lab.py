@@ -369,6 +369,27 @@ def test_a_quiet_lab_prints_the_table_only(
     assert out.splitlines()[1].split()[:6] == ["poll", "guard", "1", "4.0", "3.0", "gentle"]
 
 
+def test_the_line_per_run_says_what_the_table_says_in_its_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under finish the model answers when asked: the guard broke the loop, the run ended by
+    # the model's answer; the line says the former, as the table does (the lab guide's words).
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("escalated",)))
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,finish"]
+    assert main([*argv, "--max-calls", "12"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "[1/2] poll · none · run 1: 12 model calls, longest run 12, broken by limit, "
+        "not acceptable",
+        "[2/2] poll · finish · run 1: 11 model calls, longest run 10, broken by escalated, "
+        "acceptable",
+    ]
+    assert [row.split()[5:8] for row in out.splitlines()[1:3]] == [
+        ["limit", "1", "0/1"],
+        ["escalated", "1", "1/1"],
+    ]
+
+
 def test_a_missing_provider_package_names_the_extra(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

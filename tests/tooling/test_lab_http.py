@@ -30,7 +30,8 @@ def test_the_lab_runs_an_openai_compatible_model_over_http(
         assert {exchange.status for exchange in server.exchanges} == {200}  # every request valid
     captured = capsys.readouterr()
     assert (
-        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, ended by answer" in captured.err
+        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, broken by detailed, "
+        "acceptable\n" in captured.err
     )
     rows = [json.loads(line) for line in (tmp_path / "lab.jsonl").read_text().splitlines()]
     assert [(r["condition"], r["longest"], r["broke"], r["acceptable"]) for r in rows] == [
