@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from .. import __version__
 from .._checks import did_you_mean
 from .._config import ConfigError, ReminderConfig, short_forms
 from .._detectors import DETECTORS
+from .._reminder import LOGGER_NAME
 
 __all__ = ["main"]
 
@@ -626,7 +628,11 @@ def _lab_options(commands: Any) -> None:
         "that holds an earlier lab's is refused",
     )
     add("--overwrite", action="store_true", help="replace an earlier lab's outputs in --output")
-    add("--quiet", action="store_true", help="no line per run on stderr")
+    add(
+        "--quiet",
+        action="store_true",
+        help="no line per run on stderr, nor the guard's warnings (its errors still show)",
+    )
 
 
 def _lab(args: argparse.Namespace) -> int:
@@ -639,6 +645,12 @@ def _lab(args: argparse.Namespace) -> int:
     plan = [(t, c, n) for t in tasks for c in args.conditions for n in range(1, args.runs + 1)]
     out = _lab_open(args)
     done: list[Any] = []
+    # Quiet is the table alone: the guard's warnings (each loop it stops) are left out, as the
+    # lines per run are, but not its errors. Restored after: main may run again in-process.
+    logger = logging.getLogger(LOGGER_NAME)
+    level = logger.level
+    if args.quiet:
+        logger.setLevel(max(level, logging.ERROR))
     try:
         for number, (task, condition, count) in enumerate(plan, 1):
             try:
@@ -663,6 +675,7 @@ def _lab(args: argparse.Namespace) -> int:
                       f"{run.broke or '-'}, {'' if run.acceptable else 'not '}acceptable",
                       file=sys.stderr, flush=True)  # fmt: skip
     finally:
+        logger.setLevel(level)
         if out is not None:  # complete up to a failure
             out.close()
     print(format_lab(done))

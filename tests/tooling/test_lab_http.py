@@ -66,6 +66,29 @@ def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
     ]
 
 
+def test_quiet_silences_the_guards_log_lines() -> None:
+    # The real command, logging unconfigured: the guard's WARNING lines reach stderr.
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
+    with ProviderServer(script) as server:
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        argv += ["--conditions", "escalate"]
+        command = [sys.executable, "-m", "repeat_reminder_langchain", *argv]
+        loud = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        quiet = subprocess.run(
+            [*command, "--quiet"], capture_output=True, text=True, timeout=60, check=False
+        )
+    assert "repeat tool loop stopped (end): job_status × 10" in loud.stderr
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    assert quiet.stdout.splitlines()[1].split()[:6] == [
+        "poll",
+        "escalate",
+        "1",
+        "10.0",
+        "10.0",
+        "escalated",
+    ]
+
+
 # -- a lab stopped midway, for real -------------------------------------------------------------
 
 
