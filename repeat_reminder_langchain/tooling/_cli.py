@@ -565,7 +565,8 @@ calculator, payment, forecast, poll-insist, ping-insist) with the real create_ag
 of yours, under each condition (--conditions): none (no guard), guard (the defaults),
 escalate (stop at 10), finish (at 10, one more call without tools for the model's answer),
 neutral (a note that says nothing of the loop, at the same points), config (your --config
-settings, e.g. your own words). Each run is capped at --max-calls model calls.
+settings, e.g. your own words; --config adds it to the default conditions). Each run is capped
+at --max-calls model calls.
 
 --model is an init_chat_model string (openai:gpt-4.1-mini, anthropic:..., with its provider
 package and key), or, with --base-url, the model name an OpenAI-compatible server serves (a
@@ -607,9 +608,9 @@ def _lab_options(commands: Any) -> None:
     add(
         "--conditions",
         type=_names("none,guard"),
-        default=["none", "guard", "escalate"],
         metavar="CONDITION,...",
-        help="none, guard, escalate, finish, neutral, config (default none,guard,escalate)",
+        help="none, guard, escalate, finish, neutral, config (default none,guard,escalate, "
+        "and config with --config)",
     )
     add("--runs", type=_count(1), default=1, metavar="N", help="runs of each (default 1)")
     add("--temperature", type=float, metavar="T", help="the model's temperature")
@@ -620,7 +621,12 @@ def _lab_options(commands: Any) -> None:
         metavar="N",
         help="model calls a run may make (default 24)",
     )
-    add("--config", metavar="FILE", help="the settings of the config condition (TOML or JSON)")
+    add(
+        "--config",
+        metavar="FILE",
+        help="the settings of the config condition (TOML or JSON), which it adds to the "
+        "default conditions; --conditions without config refuses it",
+    )
     add(
         "--output",
         metavar="DIR",
@@ -639,10 +645,10 @@ def _lab(args: argparse.Namespace) -> int:
     from ._tables import format_lab
     from .lab import run_task
 
-    tasks, config = _lab_plan(args)
+    tasks, conditions, config = _lab_plan(args)
     _lab_check_output(args)
     model = _lab_model(args)
-    plan = [(t, c, n) for t in tasks for c in args.conditions for n in range(1, args.runs + 1)]
+    plan = [(t, c, n) for t in tasks for c in conditions for n in range(1, args.runs + 1)]
     out = _lab_open(args)
     done: list[Any] = []
     # Quiet is the table alone: the guard's warnings (each loop it stops) are left out, as the
@@ -682,27 +688,40 @@ def _lab(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], ReminderConfig | None]:
-    """The tasks the lab runs, and the settings of its `config` condition."""
+def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], list[str], ReminderConfig | None]:
+    """The tasks the lab runs, its conditions, and the settings of its `config` condition.
+
+    A settings file is never left unread: it adds `config` to the default conditions, and
+    conditions named without `config` refuse it.
+    """
     from .lab import CONDITIONS, TASKS
+
+    given = [] if args.config is None else ["config"]
+    conditions = args.conditions or ["none", "guard", "escalate", *given]
 
     unknown = [name for name in args.tasks or () if name not in TASKS]
     if unknown:
         raise _UsageError(f"--tasks: unknown task {unknown[0]!r}; the tasks are "
                           f"{', '.join(TASKS)}", "lab")  # fmt: skip
-    bad = [name for name in args.conditions if name not in CONDITIONS]
+    bad = [name for name in conditions if name not in CONDITIONS]
     if bad:
         raise _UsageError(f"--conditions: unknown condition {bad[0]!r}; the conditions are "
                           f"{', '.join(CONDITIONS)}", "lab")  # fmt: skip
     config = None
-    if "config" in args.conditions:
-        if args.config is None:
-            raise _UsageError("--conditions config: name the settings with --config FILE", "lab")
+    if args.config is not None:  # read whatever the conditions: a file not there is said first
         try:
             config = ReminderConfig.from_file(args.config)
         except ConfigError as error:
             raise _UsageError(str(error), "lab") from None
-    return [TASKS[name] for name in args.tasks or TASKS], config
+        if "config" not in conditions:
+            raise _UsageError(
+                f"--config {args.config}: the settings of the config condition, which "
+                "--conditions leaves out: add config to --conditions, or leave --config out",
+                "lab",
+            )
+    elif "config" in conditions:
+        raise _UsageError("--conditions config: name the settings with --config FILE", "lab")
+    return [TASKS[name] for name in args.tasks or TASKS], conditions, config
 
 
 def _lab_check_output(args: argparse.Namespace) -> None:

@@ -302,6 +302,32 @@ def test_bad_settings_and_a_failing_model_are_one_line(
     )
 
 
+def test_a_settings_file_is_never_left_unread(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("Enough",)))
+    lab = ["lab", "--model", "m", "--tasks", "poll", "--quiet"]
+    missing = tmp_path / "missing.toml"
+    for conditions in ([], ["--conditions", "none"]):  # whatever the conditions
+        line = usage_error(capsys, [*lab, *conditions, "--config", str(missing)], "lab")
+        assert line == f"{missing}: cannot be read: No such file or directory"
+
+    # The file adds its condition to the defaults, and runs with its settings.
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[words."*"]\ndetailed = "Enough: {tool} again."\n', encoding="utf-8")
+    assert main([*lab, "--config", str(mine)]) == 0
+    rows = [row.split() for row in capsys.readouterr().out.splitlines()[1:5]]
+    assert [row[1] for row in rows] == ["none", "guard", "escalate", "config"]
+    assert rows[3][4:7] == ["5.0", "detailed", "1"]  # the config run heeded its own words
+
+    # Conditions named without it would leave it unread: refused.
+    line = usage_error(capsys, [*lab, "--conditions", "guard", "--config", str(mine)], "lab")
+    assert line == (
+        f"--config {mine}: the settings of the config condition, which --conditions leaves "
+        "out: add config to --conditions, or leave --config out"
+    )
+
+
 def test_a_model_that_fails_midway_leaves_the_table_of_the_runs_done(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
