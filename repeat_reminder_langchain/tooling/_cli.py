@@ -21,7 +21,9 @@ from contextlib import closing
 from dataclasses import dataclass
 from types import UnionType
 from typing import IO, Any, Literal, NoReturn, get_args, get_origin
+from urllib.parse import urlsplit
 
+from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
 from .. import __version__
@@ -198,6 +200,20 @@ def _since(text: str) -> Any:
             f"expected an ISO 8601 date or time, like 2025-06-01 or 2025-06-01T12:00:00+02:00; "
             f"got {text!r}"
         ) from None
+
+
+def _url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is no number, a bracket left open
+        usable = False
+    if not usable:
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL with a host, like http://127.0.0.1:8080/v1; "
+            f"got {text!r}"
+        )
+    return text
 
 
 def _fail_on(text: str) -> str | int:
@@ -598,7 +614,12 @@ def _lab_options(commands: Any) -> None:
     )
     add = lab.add_argument
     add("--model", required=True, help="an init_chat_model string, or the served model's name")
-    add("--base-url", metavar="URL", help="an OpenAI-compatible endpoint (e.g. llama.cpp)")
+    add(
+        "--base-url",
+        type=_url,
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (e.g. llama.cpp), http:// or https://",
+    )
     add(
         "--tasks",
         type=_names("poll,ping"),
@@ -668,8 +689,9 @@ def _lab(args: argparse.Namespace) -> int:
                     print(format_lab(done))  # the runs done are measured all the same
                 if isinstance(error, KeyboardInterrupt):
                     raise
+                at = "" if args.base_url is None else f" at {args.base_url}"  # which server
                 raise _Failure(
-                    f"{task.name} · {condition} · run {count}: the model failed: "
+                    f"{task.name} · {condition} · run {count}: the model{at} failed: "
                     f"{type(error).__name__}: {' '.join(str(error).split())}"
                 ) from None
             done.append(run)
@@ -790,13 +812,12 @@ def _lab_model(args: argparse.Namespace) -> Any:
     try:
         if args.base_url is not None:
             from langchain_openai import ChatOpenAI
-            from pydantic import SecretStr
 
             key = SecretStr(os.environ.get("OPENAI_API_KEY") or "none")  # a local server wants none
             return ChatOpenAI(model=args.model, base_url=args.base_url, api_key=key, **options)
         from langchain.chat_models import init_chat_model
 
-        return init_chat_model(args.model, **options)
+        model = init_chat_model(args.model, **options)
     except ImportError as error:
         if error.name in _PROVIDERS:  # ChatOpenAI, for --base-url: the providers extra
             from .._install import install_hint
@@ -807,6 +828,12 @@ def _lab_model(args: argparse.Namespace) -> Any:
     except Exception as error:  # an unknown provider, a missing API key: said by LangChain
         said = " ".join(str(error).split())
         raise _UsageError(f"--model {args.model}: {type(error).__name__}: {said}", "lab") from None
+    # A provider that builds its model without a key (Anthropic's) would fail at the first call,
+    # as a connection error: said here, before any. Its field is named for its variable.
+    empty = [n for n, v in model if n.endswith("api_key") and v == SecretStr("")]
+    if empty:
+        raise _UsageError(f"--model {args.model}: no API key: set {empty[0].upper()}", "lab")
+    return model
 
 
 _PROVIDERS = ("langchain_openai", "langchain_anthropic")

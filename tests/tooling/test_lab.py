@@ -274,6 +274,14 @@ def test_a_model_that_never_stops_is_ended_by_the_cap_or_the_guard(
         (["--conditions", "loud"], "--conditions: unknown condition 'loud'; the conditions are"),
         (["--conditions", "config"], "--conditions config: name the settings with --config FILE"),
         (["--model", "nowhere:model"], "--model nowhere:model: ValueError: Unable to infer"),
+        *(
+            (
+                ["--base-url", url],
+                "argument --base-url: expected an http:// or https:// URL with a host, like "
+                f"http://127.0.0.1:8080/v1; got {url!r}",
+            )
+            for url in ("not-a-url", "ftp://127.0.0.1/v1", "http:///v1", "http://host:port/v1")
+        ),
     ],
 )
 def test_a_lab_that_cannot_run_says_why(

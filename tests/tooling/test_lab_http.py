@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,6 +88,38 @@ def test_quiet_silences_the_guards_log_lines() -> None:
         "10.0",
         "escalated",
     ]
+
+
+def test_a_server_that_cannot_be_reached_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:  # a port free a moment ago, which nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    assert main(["lab", "--model", "local", "--base-url", url, "--tasks", "poll", "--quiet"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"error: poll · none · run 1: the model at {url} failed: OpenAIConnectionError: "
+        "Connection error.\n",
+    )
+
+
+def test_an_anthropic_model_without_its_key_is_said_before_any_call(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_anthropic")
+    argv = ["lab", "--model", "anthropic:claude-haiku-4-5", "--tasks", "poll", "--conditions"]
+    with ProviderServer(Script.repeat("job_status", {"job": "j"}, 2)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        assert main([*argv, "none"]) == 2
+        assert not server.exchanges  # no request made
+        assert capsys.readouterr().err.splitlines()[0] == (
+            "error: --model anthropic:claude-haiku-4-5: no API key: set ANTHROPIC_API_KEY"
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # with it, the lab runs
+        assert main([*argv, "none", "--quiet"]) == 0
+        assert {exchange.status for exchange in server.exchanges} == {200}
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["poll", "none", "1"]
 
 
 # -- a lab stopped midway, for real -------------------------------------------------------------
