@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -526,12 +527,41 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
         if getattr(args, name) is not None
     }
     try:
-        if args.config is not None:
-            return ReminderConfig.from_file(args.config, **fields)
-        return ReminderConfig(**fields)
+        return _settings(args.config, fields)
     except ConfigError as error:
         problems = "; ".join(_option_problem(line, fields) for line in str(error).splitlines())
         raise _UsageError(problems, args.command) from None
+
+
+def _settings(path: str | None, fields: Mapping[str, Any]) -> ReminderConfig:
+    """The settings of the file at `path`, if any, with `fields` over it.
+
+    A warning they draw (settings for a detector that is off, say) is one line naming where it
+    comes from: the file, when the file alone draws it; the options, or both, when they do.
+    """
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        config = (
+            ReminderConfig(**fields) if path is None else ReminderConfig.from_file(path, **fields)
+        )
+    for warning in said:
+        text = str(warning.message)
+        if path is None:  # each field it names is the option's to give
+            source, text = "the options", _option_problem(text, ReminderConfig.model_fields)
+        elif not fields or text in _warnings_of(path):
+            source = path
+        else:
+            source = f"{path} with the options"
+        print(f"warning: {source}: {text}", file=sys.stderr)
+    return config
+
+
+def _warnings_of(path: str) -> list[str]:
+    """What the file alone draws, in warnings: those of the file and options are the file's."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ReminderConfig.from_file(path)  # valid with the options over it: valid alone too
+    return [str(warning.message) for warning in said]
 
 
 def _option_problem(line: str, given: Mapping[str, Any]) -> str:
@@ -732,7 +762,7 @@ def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], list[str], ReminderC
     config = None
     if args.config is not None:  # read whatever the conditions: a file not there is said first
         try:
-            config = ReminderConfig.from_file(args.config)
+            config = _settings(args.config, {})
         except ConfigError as error:
             raise _UsageError(str(error), "lab") from None
         if "config" not in conditions:
@@ -1040,7 +1070,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
         try:
-            code = _run(argv)
+            with warnings.catch_warnings():  # Python's own form, restored after
+                warnings.showwarning = _one_line
+                code = _run(argv)
         except KeyboardInterrupt:  # Ctrl-C: what was done is printed (the lab's table)
             print("interrupted", file=sys.stderr)
             code = 130
@@ -1050,6 +1082,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_output()
         return 0
     return code
+
+
+def _one_line(  # noqa: PLR0917 - warnings.showwarning's signature, called so
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: IO[str] | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning raised in the command, said as its errors are: one line on standard error.
+
+    Not Python's form, which names the command's own line (`sys.exit(main())`) as where it
+    comes from: its kind says whose it is (`RepeatToolReminderWarning: ...`, the guard's).
+    """
+    print(f"warning: {category.__name__}: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _discard_output() -> None:

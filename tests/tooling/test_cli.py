@@ -351,6 +351,39 @@ def test_a_settings_file_is_read_and_options_go_over_it(
     assert (found["thresholds"], found["exclude"]) == ([5], ["think"])
 
 
+STALE_OFF = "settings for stale, which is not detected: add it to {}, or leave the settings out"
+
+
+def test_a_warning_of_the_settings_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    # The real command, as a user runs it: not Python's form, which names `sys.exit(main())`.
+    (tmp_path / "keep.toml").write_text("stale_thresholds = [4]\n", encoding="utf-8")
+    command = [sys.executable, "-m", "repeat_reminder_langchain", "demo", "--config", "keep.toml"]
+    done = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stderr.splitlines() == [f"warning: keep.toml: {STALE_OFF.format('detect')}"]
+
+
+def test_a_warning_of_the_settings_names_the_file_or_the_options_that_draw_it(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    keep = tmp_path / "keep.toml"
+    keep.write_text("stale_thresholds = [4]\n", encoding="utf-8")
+    both = tmp_path / "both.toml"
+    both.write_text('detect = ["repeat", "stale"]\nstale_thresholds = [4]\n', encoding="utf-8")
+    for options, source, detect in [
+        (["--stale-thresholds", "2"], "the options", "--detect"),  # in the options' words
+        (["--config", str(keep), "--thresholds", "2,4"], str(keep), "detect"),  # the file's alone
+        (["--config", str(both), "--detect", "repeat"], f"{both} with the options", "detect"),
+        (["--config", str(both)], None, ""),  # stale is detected: nothing to say
+    ]:
+        assert main(["audit", log, "--json", *options]) == 0
+        said = capsys.readouterr().err.splitlines()
+        assert said == (
+            [] if source is None else [f"warning: {source}: {STALE_OFF.format(detect)}"]
+        )
+
+
 @pytest.mark.parametrize("name", ["used.toml", "used.json"])
 def test_the_settings_in_use_are_written_for_the_guard_to_read(
     capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, name: str

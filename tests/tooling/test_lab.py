@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -334,6 +335,26 @@ def test_a_settings_file_is_never_left_unread(
         f"--config {mine}: the settings of the config condition, which --conditions leaves "
         "out: add config to --conditions, or leave --config out"
     )
+
+
+def test_a_warning_in_the_lab_is_one_line_naming_its_source(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class Warned(Stubborn):  # as a provider's package may warn, once per process
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+            warnings.warn("temperature is ignored\n  by this model", UserWarning, stacklevel=1)
+            return super()._generate(messages, *args, **kwargs)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Warned(tire=2))
+    words = tmp_path / "words.toml"
+    words.write_text('[words.stale]\ngentle = "Again: {tool}."\n', encoding="utf-8")
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--quiet", "--config", str(words)]
+    assert main(argv) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {words}: words for stale, which is not detected: add it to detect, or leave "
+        "the words out",
+        "warning: UserWarning: temperature is ignored by this model",
+    ]
 
 
 def test_a_model_that_fails_midway_leaves_the_table_of_the_runs_done(
