@@ -713,12 +713,9 @@ def _lab(args: argparse.Namespace) -> int:
             try:
                 run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
                                config=config)  # fmt: skip
-            # A model that cannot be reached, a key that is refused; or Ctrl-C, said by main.
-            except (Exception, KeyboardInterrupt) as error:
+            except Exception as error:  # a model that cannot be reached, a key that is refused
                 if done:
                     print(format_lab(done))  # the runs done are measured all the same
-                if isinstance(error, KeyboardInterrupt):
-                    raise
                 at = "" if args.base_url is None else f" at {args.base_url}"  # which server
                 raise _Failure(
                     f"{task.name} · {condition} · run {count}: the model{at} failed: "
@@ -732,6 +729,11 @@ def _lab(args: argparse.Namespace) -> int:
                       f"{run.model_calls} model calls, longest run {run.longest}, broken by "
                       f"{run.broke or '-'}, {'' if run.acceptable else 'not '}acceptable",
                       file=sys.stderr, flush=True)  # fmt: skip
+    # Ctrl-C, said by main, wherever it lands: in a run, or in the line of the run just done.
+    except KeyboardInterrupt:
+        if done:
+            print(format_lab(done))
+        raise
     finally:
         logger.setLevel(level)
         if out is not None:  # complete up to a failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 import warnings
@@ -573,3 +574,24 @@ def test_an_interrupted_lab_prints_the_table_of_the_runs_done_and_keeps_their_li
     at = 1
     assert main(TWO_RUNS) == 130  # in the first run: no table, nothing done
     assert capsys.readouterr() == ("", "interrupted\n")
+
+
+def test_ctrl_c_as_a_runs_line_is_written_still_prints_the_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Interrupted(io.StringIO):
+        """Standard error, where Ctrl-C lands just after the first run's line is written."""
+
+        def write(self, text: str) -> int:
+            super().write(text)
+            if text.startswith("[1/2] "):
+                raise KeyboardInterrupt
+            return len(text)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    monkeypatch.setattr(sys, "stderr", Interrupted())
+    assert main([arg for arg in TWO_RUNS if arg != "--quiet"]) == 130
+    assert sys.stderr.getvalue().endswith("interrupted\n")
+    assert [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:2]] == [
+        ["poll", "none", "1"]
+    ]
