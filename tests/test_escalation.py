@@ -584,7 +584,7 @@ def test_interrupt_without_a_checkpointer_stops_with_the_question_and_says_so_on
         'exit_behavior="interrupt" pauses a looping run for a human, but this graph has no '
         "checkpointer, so the run can never be resumed: compile the graph with one "
         "(checkpointer=InMemorySaver()) and run it with a thread_id, or choose "
-        'exit_behavior="end" or "error"'
+        'exit_behavior="finish" (the model answers with what it has), "end" or "error"'
     ]
 
 

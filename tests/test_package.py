@@ -256,7 +256,7 @@ def test_the_wheel_is_the_package_and_the_version_the_changelog_releases(
     assert not any(name.startswith(("tests/", "benchmarks/", "evaluation/")) for name in names)
     assert f"\nVersion: {declared['version']}\n" in meta
     assert "Description-Content-Type: text/markdown" in meta
-    assert "repeat-reminder = repeat_reminder_langchain.tooling._cli:main" in entry_points
+    assert "repeat-reminder = repeat_reminder_langchain.tooling._cli:run" in entry_points
     # The CHANGELOG's latest section is the version the package says it is.
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     latest = re.search(r"^## (\S+)", changelog, re.MULTILINE)

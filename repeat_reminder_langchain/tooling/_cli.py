@@ -10,23 +10,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from types import UnionType
 from typing import IO, Any, Literal, NoReturn, get_args, get_origin
+from urllib.parse import urlsplit
 
+from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
 from .. import __version__
 from .._checks import did_you_mean
 from .._config import ConfigError, ReminderConfig, short_forms
 from .._detectors import DETECTORS
+from .._reminder import LOGGER_NAME
 
 __all__ = ["main"]
 
@@ -81,9 +86,12 @@ _DEMO_HELP = """\
 Runs offline on a scripted model. --scenario poll: it polls a finished job and changes
 course at the detailed reminder. --scenario stale: it re-runs the same test between other
 steps and gets the same output (try --detect repeat,stale).
-With --escalate-after N the guard stops the loop at N: --exit-behavior end ends the run with
-a final message; error prints the RepeatToolLoopError on one line and exits 1; interrupt
-pauses for a human, and the demo answers "end" for you (it runs unattended).
+With --escalate-after N the guard stops the loop at N, as --exit-behavior says: end ends the
+run with a final message; finish asks the model for its answer in one more call without its
+tools (the demo's model answers with what it has); error prints the RepeatToolLoopError on
+one line and exits 1; interrupt pauses for a human, and the demo answers "end" for you (it
+runs unattended); block refuses the looping call before it runs, which only the middleware
+(create_agent) can do, so the demo refuses it.
 
 Exit codes: 0 done; 1 the guard raised RepeatToolLoopError; 2 bad options; 130 interrupted
 (Ctrl-C)."""
@@ -133,19 +141,24 @@ def _numbers(text: str) -> list[int]:
     return [int(part) for part in parts]
 
 
-def _names(text: str) -> list[str]:
-    parts = [part.strip() for part in text.split(",")]
-    if not all(parts):
-        raise argparse.ArgumentTypeError(
-            f"expected names separated by commas, like think,write_todos; got {text!r}"
-        )
-    return parts
+def _names(example: str) -> Callable[[str], list[str]]:
+    """A list option's parser, whose refusal shows what the option takes (`example`)."""
+
+    def parse(text: str) -> list[str]:
+        parts = [part.strip() for part in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(
+                f"expected names separated by commas, like {example}; got {text!r}"
+            )
+        return parts
+
+    return parse
 
 
 def _detectors(text: str) -> list[str]:
     if text.strip() == "all":
         return list(DETECTORS)
-    names = _names(text)
+    names = _names("repeat,stale")(text)
     if "all" in names:
         raise argparse.ArgumentTypeError(
             f"all names every detector: give all alone, or the detectors by name; got {text!r}"
@@ -188,6 +201,20 @@ def _since(text: str) -> Any:
             f"expected an ISO 8601 date or time, like 2025-06-01 or 2025-06-01T12:00:00+02:00; "
             f"got {text!r}"
         ) from None
+
+
+def _url(text: str) -> str:
+    try:
+        parts = urlsplit(text)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:  # a port that is no number, a bracket left open
+        usable = False
+    if not usable:
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL with a host, like http://127.0.0.1:8080/v1; "
+            f"got {text!r}"
+        )
+    return text
 
 
 def _fail_on(text: str) -> str | int:
@@ -333,7 +360,7 @@ def _kind(name: str, field: FieldInfo, hint: str) -> dict[str, Any]:
     if annotation == Sequence[int]:
         return {"type": _numbers, "metavar": "N,N,..."}
     if annotation == Sequence[str]:  # the fields' lists of names are tool-name patterns
-        return {"type": _names, "action": "extend", "metavar": "PATTERN,..."}
+        return {"type": _names("think,write_todos"), "action": "extend", "metavar": "PATTERN,..."}
     types = (
         set(get_args(annotation)) - {type(None)}
         if isinstance(annotation, UnionType)
@@ -500,12 +527,41 @@ def _config(args: argparse.Namespace) -> ReminderConfig:
         if getattr(args, name) is not None
     }
     try:
-        if args.config is not None:
-            return ReminderConfig.from_file(args.config, **fields)
-        return ReminderConfig(**fields)
+        return _settings(args.config, fields)
     except ConfigError as error:
         problems = "; ".join(_option_problem(line, fields) for line in str(error).splitlines())
         raise _UsageError(problems, args.command) from None
+
+
+def _settings(path: str | None, fields: Mapping[str, Any]) -> ReminderConfig:
+    """The settings of the file at `path`, if any, with `fields` over it.
+
+    A warning they draw (settings for a detector that is off, say) is one line naming where it
+    comes from: the file, when the file alone draws it; the options, or both, when they do.
+    """
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        config = (
+            ReminderConfig(**fields) if path is None else ReminderConfig.from_file(path, **fields)
+        )
+    for warning in said:
+        text = str(warning.message)
+        if path is None:  # each field it names is the option's to give
+            source, text = "the options", _option_problem(text, ReminderConfig.model_fields)
+        elif not fields or text in _warnings_of(path):
+            source = path
+        else:
+            source = f"{path} with the options"
+        print(f"warning: {source}: {text}", file=sys.stderr)
+    return config
+
+
+def _warnings_of(path: str) -> list[str]:
+    """What the file alone draws, in warnings: those of the file and options are the file's."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        ReminderConfig.from_file(path)  # valid with the options over it: valid alone too
+    return [str(warning.message) for warning in said]
 
 
 def _option_problem(line: str, given: Mapping[str, Any]) -> str:
@@ -555,7 +611,8 @@ calculator, payment, forecast, poll-insist, ping-insist) with the real create_ag
 of yours, under each condition (--conditions): none (no guard), guard (the defaults),
 escalate (stop at 10), finish (at 10, one more call without tools for the model's answer),
 neutral (a note that says nothing of the loop, at the same points), config (your --config
-settings, e.g. your own words). Each run is capped at --max-calls model calls.
+settings, e.g. your own words; --config adds it to the default conditions). Each run is capped
+at --max-calls model calls.
 
 --model is an init_chat_model string (openai:gpt-4.1-mini, anthropic:..., with its provider
 package and key), or, with --base-url, the model name an OpenAI-compatible server serves (a
@@ -563,12 +620,14 @@ local llama.cpp server: --base-url http://127.0.0.1:8080/v1; the providers extra
 
 Per task and condition it prints: runs, model calls and the longest run of identical calls
 (means), what broke that run (the reminder level after its last call when the model then
-changed course; escalated, limit, or - when the model changed course unprompted), how many
-runs ended acceptably, tokens and seconds (means); then the totals per condition. --output DIR
-writes lab.jsonl (one line per run: the figures, the model, the settings, the answer) and one
-transcript per run, each run's as soon as it ends, so that a lab stopped midway keeps the runs
-done. A directory that holds an earlier lab's lab.jsonl or transcripts is refused before any
-run; --overwrite replaces them (the earlier transcripts all go).
+changed course; escalated when the guard stopped it, ending the run or asking for the answer;
+limit when the cap did; - when the model changed course unprompted), how many runs ended
+acceptably, tokens and seconds (means); then the totals per condition. A line per run on stderr
+says the same of each run as it ends. --output DIR writes lab.jsonl (one line per run: the
+figures, the model, the settings, the answer) and one transcript per run, each run's as soon as
+it ends, so that a lab stopped midway keeps the runs done. A directory that holds an earlier
+lab's lab.jsonl or transcripts is refused before any run; --overwrite replaces them (the
+earlier transcripts all go).
 
 Exit codes: 0 done; 2 bad options, a model that cannot be built, or one that fails midway (one
 line on stderr, after the table of the runs done); 130 interrupted (Ctrl-C: "interrupted" on
@@ -585,14 +644,24 @@ def _lab_options(commands: Any) -> None:
     )
     add = lab.add_argument
     add("--model", required=True, help="an init_chat_model string, or the served model's name")
-    add("--base-url", metavar="URL", help="an OpenAI-compatible endpoint (e.g. llama.cpp)")
-    add("--tasks", type=_names, metavar="TASK,...", help="the tasks to run (default all)")
+    add(
+        "--base-url",
+        type=_url,
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (e.g. llama.cpp), http:// or https://",
+    )
+    add(
+        "--tasks",
+        type=_names("poll,ping"),
+        metavar="TASK,...",
+        help="the tasks to run (default all)",
+    )
     add(
         "--conditions",
-        type=_names,
-        default=["none", "guard", "escalate"],
+        type=_names("none,guard"),
         metavar="CONDITION,...",
-        help="none, guard, escalate, finish, neutral, config (default none,guard,escalate)",
+        help="none, guard, escalate, finish, neutral, config (default none,guard,escalate, "
+        "and config with --config)",
     )
     add("--runs", type=_count(1), default=1, metavar="N", help="runs of each (default 1)")
     add("--temperature", type=float, metavar="T", help="the model's temperature")
@@ -603,7 +672,12 @@ def _lab_options(commands: Any) -> None:
         metavar="N",
         help="model calls a run may make (default 24)",
     )
-    add("--config", metavar="FILE", help="the settings of the config condition (TOML or JSON)")
+    add(
+        "--config",
+        metavar="FILE",
+        help="the settings of the config condition (TOML or JSON), which it adds to the "
+        "default conditions; --conditions without config refuses it",
+    )
     add(
         "--output",
         metavar="DIR",
@@ -611,69 +685,95 @@ def _lab_options(commands: Any) -> None:
         "that holds an earlier lab's is refused",
     )
     add("--overwrite", action="store_true", help="replace an earlier lab's outputs in --output")
-    add("--quiet", action="store_true", help="no line per run on stderr")
+    add(
+        "--quiet",
+        action="store_true",
+        help="no line per run on stderr, nor the guard's warnings (its errors still show)",
+    )
 
 
 def _lab(args: argparse.Namespace) -> int:
     from ._tables import format_lab
     from .lab import run_task
 
-    tasks, config = _lab_plan(args)
+    tasks, conditions, config = _lab_plan(args)
     _lab_check_output(args)
     model = _lab_model(args)
-    plan = [(t, c, n) for t in tasks for c in args.conditions for n in range(1, args.runs + 1)]
+    plan = [(t, c, n) for t in tasks for c in conditions for n in range(1, args.runs + 1)]
     out = _lab_open(args)
     done: list[Any] = []
+    # Quiet is the table alone: the guard's warnings (each loop it stops) are left out, as the
+    # lines per run are, but not its errors. Restored after: main may run again in-process.
+    logger = logging.getLogger(LOGGER_NAME)
+    level = logger.level
+    if args.quiet:
+        logger.setLevel(max(level, logging.ERROR))
     try:
         for number, (task, condition, count) in enumerate(plan, 1):
             try:
                 run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
                                config=config)  # fmt: skip
             except Exception as error:  # a model that cannot be reached, a key refused
+                at = "" if args.base_url is None else f" at {args.base_url}"  # which server
                 raise _Failure(
-                    f"{task.name} · {condition} · run {count}: the model failed: "
+                    f"{task.name} · {condition} · run {count}: the model{at} failed: "
                     f"{type(error).__name__}: {' '.join(str(error).split())}"
                 ) from None
             done.append(run)
             if out is not None:  # kept, should the lab be stopped at any point after
                 _lab_write(args, out, run, model)
-            if not args.quiet:
+            if not args.quiet:  # in the table's words, which the lab guide defines
                 print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
-                      f"{run.model_calls} model calls, longest run {run.longest}, "
-                      f"ended by {run.ended}", file=sys.stderr, flush=True)  # fmt: skip
-    # The runs done are measured all the same; Ctrl-C, wherever it falls, is said by main.
+                      f"{run.model_calls} model calls, longest run {run.longest}, broken by "
+                      f"{run.broke or '-'}, {'' if run.acceptable else 'not '}acceptable",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    # The runs done are measured all the same; Ctrl-C, wherever it lands, is said by main.
     except (_Failure, KeyboardInterrupt):
         if done:
             print(format_lab(done))
         raise
     finally:
+        logger.setLevel(level)
         if out is not None:  # complete up to a failure
             out.close()
     print(format_lab(done))
     return 0
 
 
-def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], ReminderConfig | None]:
-    """The tasks the lab runs, and the settings of its `config` condition."""
+def _lab_plan(args: argparse.Namespace) -> tuple[list[Any], list[str], ReminderConfig | None]:
+    """The tasks the lab runs, its conditions, and the settings of its `config` condition.
+
+    A settings file is never left unread: it adds `config` to the default conditions, and
+    conditions named without `config` refuse it.
+    """
     from .lab import CONDITIONS, TASKS
+
+    given = [] if args.config is None else ["config"]
+    conditions = args.conditions or ["none", "guard", "escalate", *given]
 
     unknown = [name for name in args.tasks or () if name not in TASKS]
     if unknown:
         raise _UsageError(f"--tasks: unknown task {unknown[0]!r}; the tasks are "
                           f"{', '.join(TASKS)}", "lab")  # fmt: skip
-    bad = [name for name in args.conditions if name not in CONDITIONS]
+    bad = [name for name in conditions if name not in CONDITIONS]
     if bad:
         raise _UsageError(f"--conditions: unknown condition {bad[0]!r}; the conditions are "
                           f"{', '.join(CONDITIONS)}", "lab")  # fmt: skip
     config = None
-    if "config" in args.conditions:
-        if args.config is None:
-            raise _UsageError("--conditions config: name the settings with --config FILE", "lab")
+    if args.config is not None:  # read whatever the conditions: a file not there is said first
         try:
-            config = ReminderConfig.from_file(args.config)
+            config = _settings(args.config, {})
         except ConfigError as error:
             raise _UsageError(str(error), "lab") from None
-    return [TASKS[name] for name in args.tasks or TASKS], config
+        if "config" not in conditions:
+            raise _UsageError(
+                f"--config {args.config}: the settings of the config condition, which "
+                "--conditions leaves out: add config to --conditions, or leave --config out",
+                "lab",
+            )
+    elif "config" in conditions:
+        raise _UsageError("--conditions config: name the settings with --config FILE", "lab")
+    return [TASKS[name] for name in args.tasks or TASKS], conditions, config
 
 
 def _lab_check_output(args: argparse.Namespace) -> None:
@@ -742,13 +842,12 @@ def _lab_model(args: argparse.Namespace) -> Any:
     try:
         if args.base_url is not None:
             from langchain_openai import ChatOpenAI
-            from pydantic import SecretStr
 
             key = SecretStr(os.environ.get("OPENAI_API_KEY") or "none")  # a local server wants none
             return ChatOpenAI(model=args.model, base_url=args.base_url, api_key=key, **options)
         from langchain.chat_models import init_chat_model
 
-        return init_chat_model(args.model, **options)
+        model = init_chat_model(args.model, **options)
     except ImportError as error:
         if error.name in _PROVIDERS:  # ChatOpenAI, for --base-url: the providers extra
             from .._install import install_hint
@@ -759,6 +858,12 @@ def _lab_model(args: argparse.Namespace) -> Any:
     except Exception as error:  # an unknown provider, a missing API key: said by LangChain
         said = " ".join(str(error).split())
         raise _UsageError(f"--model {args.model}: {type(error).__name__}: {said}", "lab") from None
+    # A provider that builds its model without a key (Anthropic's) would fail at the first call,
+    # as a connection error: said here, before any. Its field is named for its variable.
+    empty = [n for n, v in model if n.endswith("api_key") and v == SecretStr("")]
+    if empty:
+        raise _UsageError(f"--model {args.model}: no API key: set {empty[0].upper()}", "lab")
+    return model
 
 
 _PROVIDERS = ("langchain_openai", "langchain_anthropic")
@@ -965,7 +1070,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     try:
         try:
-            code = _run(argv)
+            with warnings.catch_warnings():  # Python's own form, restored after
+                warnings.showwarning = _one_line
+                code = _run(argv)
         except KeyboardInterrupt:  # Ctrl-C: what was done is printed (the lab's table)
             print("interrupted", file=sys.stderr)
             code = 130
@@ -975,6 +1082,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_output()
         return 0
     return code
+
+
+def _one_line(  # noqa: PLR0917 - warnings.showwarning's signature, called so
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: IO[str] | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning raised in the command, said as its errors are: one line on standard error.
+
+    Not Python's form, which names the command's own line (`sys.exit(main())`) as where it
+    comes from: its kind says whose it is (`RepeatToolReminderWarning: ...`, the guard's).
+    """
+    print(f"warning: {category.__name__}: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def run() -> NoReturn:
+    """The command as a program runs it (the console script, `python -m`): `main`, then exit."""
+    code = main()
+    if code == 130:
+        # Ctrl-C can land while a library starts a worker thread, before the thread is listed
+        # to be told to stop: the interpreter would then wait for it at exit, forever. What
+        # was to be written is written (the lab's lines as each run ended, the table): go now.
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _discard_output() -> None:

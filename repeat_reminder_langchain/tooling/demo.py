@@ -377,10 +377,7 @@ def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int 
     summary = summarize(messages, config)
     longest = f"{summary.longest[0]} × {summary.longest[1]}" if summary.longest else "none"
     if sent is None:
-        said = (
-            f"{plural(summary.reminders, 'reminder')} "
-            f"({summary.gentle} gentle, {summary.detailed} detailed)"
-        )
+        said = f"{plural(summary.reminders, 'reminder')} ({summary.levels})"
     else:
         said = f"would have sent {plural(sent, 'reminder')}"
     tags = (tag_of(message) or {} for message in messages)
@@ -394,10 +391,11 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
     from .transcript import format_transcript
 
     if config.escalate_after is not None and EXITS[config.exit_behavior].refuses:
+        *others, last = (name for name, exit in EXITS.items() if not exit.refuses)
         print(
-            "error: --exit-behavior block needs the middleware (create_agent), which sees a "
-            "call before it runs; this demo's graph uses the handler and node: use end, error "
-            "or interrupt",
+            f"error: --exit-behavior {config.exit_behavior} needs the middleware (create_agent), "
+            "which sees a call before it runs; this demo's graph uses the handler and node: use "
+            f"{', '.join(others)} or {last}",
             file=sys.stderr,
         )
         return 2

@@ -95,9 +95,11 @@ class LabRun:
         longest: Its longest run of identical calls (tool and canonical arguments, in a row).
         broke: What ended that run: the level of the reminder (or `neutral` note) right after
             its last call when the model then changed course, `escalated` when the guard
-            ended it, `limit` when the cap did, None when the model changed course unprompted.
+            stopped it (ended the run, or asked for the model's answer: `finish`), `limit`
+            when the cap did, None when the model changed course unprompted.
         acceptable: Whether the end is acceptable for the task.
-        ended: `answer` (the model answered), `guard` (the guard ended the run) or `limit`.
+        ended: How the run ended: `answer` (the model answered), `guard` (the guard ended
+            the run) or `limit` (the cap did).
         tokens: The tokens the model's turns report (0 when the model reports none).
         seconds: How long it took.
         answer: The model's last words, whole, when it answered ("" otherwise).

@@ -108,6 +108,8 @@ class Summary:
         gentle: Of those, how many were gentle.
         detailed: Of those, how many were detailed.
         longest: The longest run of identical tracked calls, as `(tool, length)`, if any.
+        escalated: Of the reminders, how many were escalated: the guard's request for the
+            model's answer (`exit_behavior="finish"`).
 
     """
 
@@ -116,12 +118,19 @@ class Summary:
     gentle: int
     detailed: int
     longest: tuple[str, int] | None
+    escalated: int = 0
+
+    @property
+    def levels(self) -> str:
+        """The reminders by level, adding up to them: `1 gentle, 2 detailed, 1 escalated`."""
+        escalated = f", {self.escalated} escalated" if self.escalated else ""
+        return f"{self.gentle} gentle, {self.detailed} detailed{escalated}"
 
     def __str__(self) -> str:
         longest = f"{self.longest[0]} \u00d7 {self.longest[1]}" if self.longest else "none"
         return (
-            f"{self.calls} tool calls · {self.reminders} reminders "
-            f"({self.gentle} gentle, {self.detailed} detailed) · longest streak: {longest}"
+            f"{self.calls} tool calls · {self.reminders} reminders ({self.levels}) · "
+            f"longest streak: {longest}"
         )
 
 
@@ -154,6 +163,7 @@ def summarize(
         gentle=levels.count("gentle"),
         detailed=levels.count("detailed"),
         longest=longest if longest and longest[1] > 1 else None,
+        escalated=levels.count("escalated"),
     )
 
 

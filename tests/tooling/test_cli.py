@@ -83,7 +83,8 @@ def test_repeat_every_0_gets_a_command_line_message(
         (["demo", "--thresholds", "three"], "expected whole numbers separated by commas"),
         (["audit", "x", "--ignore-arguments", "no-equals-sign"], "expected TOOL=ARGUMENT"),
         (["audit", "x", "--ignore-arguments", "t=a,,b"], "expected TOOL=ARGUMENT"),
-        (["audit", "x", "--exclude", "a,,b"], "expected names separated by commas"),
+        (["audit", "x", "--exclude", "a,,b"], "expected names separated by commas, like think,"),
+        (["demo", "--detect", ",,"], "expected names separated by commas, like repeat,stale; "),
         (["audit", "x", "--fail-on", "0"], "expected gentle, detailed or a number >= 1"),
         (["audit", "x", "--top", "zero"], "expected a whole number >= 1; got 'zero'"),
         (["demo", "--thresholds", "1,3"], "--thresholds: invalid threshold 1 — every"),
@@ -300,7 +301,7 @@ def test_the_console_script_calls_itself_by_its_name() -> None:
 
 def test_importing_the_main_module_runs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     module = importlib.import_module("repeat_reminder_langchain.__main__")
-    assert module.main is main
+    assert module.run is cli.run
     assert capsys.readouterr().out == ""
 
 
@@ -348,6 +349,39 @@ def test_a_settings_file_is_read_and_options_go_over_it(
     found = settings(capsys, ["audit", log, "--json", "--config", str(path), "--thresholds", "5"])
 
     assert (found["thresholds"], found["exclude"]) == ([5], ["think"])
+
+
+STALE_OFF = "settings for stale, which is not detected: add it to {}, or leave the settings out"
+
+
+def test_a_warning_of_the_settings_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    # The real command, as a user runs it: not Python's form, which names `sys.exit(main())`.
+    (tmp_path / "keep.toml").write_text("stale_thresholds = [4]\n", encoding="utf-8")
+    command = [sys.executable, "-m", "repeat_reminder_langchain", "demo", "--config", "keep.toml"]
+    done = subprocess.run(
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stderr.splitlines() == [f"warning: keep.toml: {STALE_OFF.format('detect')}"]
+
+
+def test_a_warning_of_the_settings_names_the_file_or_the_options_that_draw_it(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    keep = tmp_path / "keep.toml"
+    keep.write_text("stale_thresholds = [4]\n", encoding="utf-8")
+    both = tmp_path / "both.toml"
+    both.write_text('detect = ["repeat", "stale"]\nstale_thresholds = [4]\n', encoding="utf-8")
+    for options, source, detect in [
+        (["--stale-thresholds", "2"], "the options", "--detect"),  # in the options' words
+        (["--config", str(keep), "--thresholds", "2,4"], str(keep), "detect"),  # the file's alone
+        (["--config", str(both), "--detect", "repeat"], f"{both} with the options", "detect"),
+        (["--config", str(both)], None, ""),  # stale is detected: nothing to say
+    ]:
+        assert main(["audit", log, "--json", *options]) == 0
+        said = capsys.readouterr().err.splitlines()
+        assert said == (
+            [] if source is None else [f"warning: {source}: {STALE_OFF.format(detect)}"]
+        )
 
 
 @pytest.mark.parametrize("name", ["used.toml", "used.json"])

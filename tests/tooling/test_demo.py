@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import get_args
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -14,6 +15,7 @@ from repeat_reminder_langchain import (
     canonicalize,
 )
 from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._exits import ExitBehavior
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
     TOOLS,
@@ -87,6 +89,21 @@ def test_the_demo_prints_the_transcript_every_reminder_line_and_both_summaries(
         "undelivered none · by detector repeat 2 · longest streak job_status × 5 · "
         "escalations none · followed 2, recovered 1 · recovery rate 50%"
     ) in out
+
+
+def test_the_summary_of_a_finish_adds_up_and_agrees_with_the_transcript(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--escalate-after", "10", "--exit-behavior", "finish"]) == 0
+    out = capsys.readouterr().out
+
+    # The request for the answer is the 4th reminder, and where the loop stopped.
+    assert " 25  REMINDER   [escalated · job_status × 10]" in out.splitlines()
+    assert "× 11" not in out  # the model answered, its tools withheld: no 11th call
+    assert (
+        "With the guard:  10 tool calls · 4 reminders (1 gentle, 2 detailed, 1 escalated) · "
+        "longest streak: job_status × 10 · stopped at job_status × 10 (repeat)"
+    ) in out.splitlines()
 
 
 def test_options_change_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
@@ -211,8 +228,22 @@ def test_block_is_refused_with_the_reason(capsys: pytest.CaptureFixture[str]) ->
     captured = capsys.readouterr()
 
     assert captured.out == ""
-    assert captured.err.startswith("error: --exit-behavior block needs the middleware")
-    assert len(captured.err.splitlines()) == 1
+    assert captured.err == (
+        "error: --exit-behavior block needs the middleware (create_agent), which sees a call "
+        "before it runs; this demo's graph uses the handler and node: use end, finish, error or "
+        "interrupt\n"
+    )
+
+
+def test_the_help_describes_every_exit_behavior_the_option_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    said = text.partition("as --exit-behavior says: ")[2].partition(". Exit codes")[0]
+    described = [clause.split()[0] for clause in said.split("; ")]
+    assert described == list(get_args(ExitBehavior))  # each, in the option's order
+    assert "finish asks the model for its answer in one more call without its tools" in said
 
 
 def test_the_retesting_model_gives_up_without_the_guard() -> None:

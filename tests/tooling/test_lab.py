@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from langchain_core.language_models import BaseChatModel
@@ -262,9 +264,26 @@ def test_a_model_that_never_stops_is_ended_by_the_cap_or_the_guard(
     ("argv", "problem"),
     [
         (["--tasks", "poll,loop"], "--tasks: unknown task 'loop'; the tasks are poll, ping"),
+        # Each list's refusal shows what it takes: tasks, not the tool names of --exclude.
+        (
+            ["--tasks", ",,"],
+            "argument --tasks: expected names separated by commas, like poll,ping; ",
+        ),
+        (
+            ["--conditions", "none,"],
+            "argument --conditions: expected names separated by commas, like none,guard",
+        ),
         (["--conditions", "loud"], "--conditions: unknown condition 'loud'; the conditions are"),
         (["--conditions", "config"], "--conditions config: name the settings with --config FILE"),
         (["--model", "nowhere:model"], "--model nowhere:model: ValueError: Unable to infer"),
+        *(
+            (
+                ["--base-url", url],
+                "argument --base-url: expected an http:// or https:// URL with a host, like "
+                f"http://127.0.0.1:8080/v1; got {url!r}",
+            )
+            for url in ("not-a-url", "ftp://127.0.0.1/v1", "http:///v1", "http://host:port/v1")
+        ),
     ],
 )
 def test_a_lab_that_cannot_run_says_why(
@@ -291,6 +310,52 @@ def test_bad_settings_and_a_failing_model_are_one_line(
     assert capsys.readouterr().err == (
         "error: poll · none · run 1: the model failed: ConnectionError: connection refused\n"
     )
+
+
+def test_a_settings_file_is_never_left_unread(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("Enough",)))
+    lab = ["lab", "--model", "m", "--tasks", "poll", "--quiet"]
+    missing = tmp_path / "missing.toml"
+    for conditions in ([], ["--conditions", "none"]):  # whatever the conditions
+        line = usage_error(capsys, [*lab, *conditions, "--config", str(missing)], "lab")
+        assert line == f"{missing}: cannot be read: No such file or directory"
+
+    # The file adds its condition to the defaults, and runs with its settings.
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[words."*"]\ndetailed = "Enough: {tool} again."\n', encoding="utf-8")
+    assert main([*lab, "--config", str(mine)]) == 0
+    rows = [row.split() for row in capsys.readouterr().out.splitlines()[1:5]]
+    assert [row[1] for row in rows] == ["none", "guard", "escalate", "config"]
+    assert rows[3][4:7] == ["5.0", "detailed", "1"]  # the config run heeded its own words
+
+    # Conditions named without it would leave it unread: refused.
+    line = usage_error(capsys, [*lab, "--conditions", "guard", "--config", str(mine)], "lab")
+    assert line == (
+        f"--config {mine}: the settings of the config condition, which --conditions leaves "
+        "out: add config to --conditions, or leave --config out"
+    )
+
+
+def test_a_warning_in_the_lab_is_one_line_naming_its_source(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    class Warned(Stubborn):  # as a provider's package may warn, once per process
+        def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+            warnings.warn("temperature is ignored\n  by this model", UserWarning, stacklevel=1)
+            return super()._generate(messages, *args, **kwargs)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Warned(tire=2))
+    words = tmp_path / "words.toml"
+    words.write_text('[words.stale]\ngentle = "Again: {tool}."\n', encoding="utf-8")
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--quiet", "--config", str(words)]
+    assert main(argv) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: {words}: words for stale, which is not detected: add it to detect, or leave "
+        "the words out",
+        "warning: UserWarning: temperature is ignored by this model",
+    ]
 
 
 def test_a_model_that_fails_midway_leaves_the_table_of_the_runs_done(
@@ -358,6 +423,27 @@ def test_a_quiet_lab_prints_the_table_only(
     out, err = capsys.readouterr()
     assert err == ""
     assert out.splitlines()[1].split()[:6] == ["poll", "guard", "1", "4.0", "3.0", "gentle"]
+
+
+def test_the_line_per_run_says_what_the_table_says_in_its_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under finish the model answers when asked: the guard broke the loop, the run ended by
+    # the model's answer; the line says the former, as the table does (the lab guide's words).
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(heeds=("escalated",)))
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,finish"]
+    assert main([*argv, "--max-calls", "12"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "[1/2] poll · none · run 1: 12 model calls, longest run 12, broken by limit, "
+        "not acceptable",
+        "[2/2] poll · finish · run 1: 11 model calls, longest run 10, broken by escalated, "
+        "acceptable",
+    ]
+    assert [row.split()[5:8] for row in out.splitlines()[1:3]] == [
+        ["limit", "1", "0/1"],
+        ["escalated", "1", "1/1"],
+    ]
 
 
 def test_a_missing_provider_package_names_the_extra(
@@ -488,3 +574,57 @@ def test_an_interrupted_lab_prints_the_table_of_the_runs_done_and_keeps_their_li
     at = 1
     assert main(TWO_RUNS) == 130  # in the first run: no table, nothing done
     assert capsys.readouterr() == ("", "interrupted\n")
+
+
+def test_ctrl_c_as_a_runs_line_is_written_still_prints_the_table(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Interrupted(io.StringIO):
+        """Standard error, where Ctrl-C lands just after the first run's line is written."""
+
+        def write(self, text: str) -> int:
+            super().write(text)
+            if text.startswith("[1/2] "):
+                raise KeyboardInterrupt
+            return len(text)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    monkeypatch.setattr(sys, "stderr", Interrupted())
+    assert main([arg for arg in TWO_RUNS if arg != "--quiet"]) == 130
+    assert sys.stderr.getvalue().endswith("interrupted\n")
+    assert [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:2]] == [
+        ["poll", "none", "1"]
+    ]
+
+
+def test_the_program_leaves_at_once_after_ctrl_c(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker thread that Ctrl-C left unlisted would hold the interpreter's exit forever
+    # (tests/tooling/test_lab_http.py's held lab hung so): the program exits without waiting.
+    class Interrupted(io.StringIO):
+        def write(self, text: str) -> int:
+            super().write(text)
+            if text.startswith("[1/2] "):
+                raise KeyboardInterrupt
+            return len(text)
+
+    class Left(Exception):
+        pass
+
+    def leave(code: int) -> NoReturn:
+        raise Left(code)
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    monkeypatch.setattr(sys, "stderr", Interrupted())
+    monkeypatch.setattr(sys, "argv", ["repeat-reminder", *(a for a in TWO_RUNS if a != "--quiet")])
+    monkeypatch.setattr(cli.os, "_exit", leave)
+    with pytest.raises(Left) as left:
+        cli.run()
+    assert left.value.args == (130,)
+    assert sys.stderr.getvalue().endswith("interrupted\n")
+    # Any other end is an ordinary exit, with its code.
+    monkeypatch.setattr(sys, "argv", ["repeat-reminder", "--version"])
+    with pytest.raises(SystemExit) as ended:
+        cli.run()
+    assert ended.value.code == 0

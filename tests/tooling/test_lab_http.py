@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,7 +31,8 @@ def test_the_lab_runs_an_openai_compatible_model_over_http(
         assert {exchange.status for exchange in server.exchanges} == {200}  # every request valid
     captured = capsys.readouterr()
     assert (
-        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, ended by answer" in captured.err
+        "[2/2] poll · guard · run 1: 6 model calls, longest run 5, broken by detailed, "
+        "acceptable\n" in captured.err
     )
     rows = [json.loads(line) for line in (tmp_path / "lab.jsonl").read_text().splitlines()]
     assert [(r["condition"], r["longest"], r["broke"], r["acceptable"]) for r in rows] == [
@@ -63,6 +65,61 @@ def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
         ["poll", "finish", "1", "11.0", "11.0", "escalated", "1"],
         ["poll", "neutral", "1", "24.0", "24.0", "limit", "1"],
     ]
+
+
+def test_quiet_silences_the_guards_log_lines() -> None:
+    # The real command, logging unconfigured: the guard's WARNING lines reach stderr.
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
+    with ProviderServer(script) as server:
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        argv += ["--conditions", "escalate"]
+        command = [sys.executable, "-m", "repeat_reminder_langchain", *argv]
+        loud = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        quiet = subprocess.run(
+            [*command, "--quiet"], capture_output=True, text=True, timeout=60, check=False
+        )
+    assert "repeat tool loop stopped (end): job_status × 10" in loud.stderr
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    assert quiet.stdout.splitlines()[1].split()[:6] == [
+        "poll",
+        "escalate",
+        "1",
+        "10.0",
+        "10.0",
+        "escalated",
+    ]
+
+
+def test_a_server_that_cannot_be_reached_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as probe:  # a port free a moment ago, which nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    assert main(["lab", "--model", "local", "--base-url", url, "--tasks", "poll", "--quiet"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"error: poll · none · run 1: the model at {url} failed: OpenAIConnectionError: "
+        "Connection error.\n",
+    )
+
+
+def test_an_anthropic_model_without_its_key_is_said_before_any_call(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_anthropic")
+    argv = ["lab", "--model", "anthropic:claude-haiku-4-5", "--tasks", "poll", "--conditions"]
+    with ProviderServer(Script.repeat("job_status", {"job": "j"}, 2)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+        monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+        assert main([*argv, "none"]) == 2
+        assert not server.exchanges  # no request made
+        assert capsys.readouterr().err.splitlines()[0] == (
+            "error: --model anthropic:claude-haiku-4-5: no API key: set ANTHROPIC_API_KEY"
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")  # with it, the lab runs
+        assert main([*argv, "none", "--quiet"]) == 0
+        assert {exchange.status for exchange in server.exchanges} == {200}
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["poll", "none", "1"]
 
 
 # -- a lab stopped midway, for real -------------------------------------------------------------

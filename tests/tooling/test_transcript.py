@@ -109,3 +109,14 @@ def test_the_transcript_says_how_each_reminder_reached_the_model_it_was_sent_to(
     assert how(takes) == ["sent as a system message]", "sent as a user turn]"]
     assert how(plain) == ["sent as a user turn]", "sent as a user turn]"]
     assert "sent as" not in format_transcript(messages)  # no model named: nothing said
+
+
+def test_a_summary_counts_the_request_for_the_answer_among_the_reminders() -> None:
+    guard = RepeatToolReminderCallbackHandler(escalate_after=10, exit_behavior="finish")
+    summary = summarize(run_demo(guard, heeds=False))
+
+    assert (summary.reminders, summary.gentle, summary.detailed, summary.escalated) == (4, 1, 2, 1)
+    assert str(summary) == (
+        "10 tool calls · 4 reminders (1 gentle, 2 detailed, 1 escalated) · "
+        "longest streak: job_status × 10"
+    )
