@@ -31,7 +31,7 @@ from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, re
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import EXITS
-from ._messages import escalation_message, finish_message, reminder_message
+from ._messages import escalation_message, finish_message, handover, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._reminder import LOGGER_NAME, Escalation, Words, warn
@@ -225,9 +225,11 @@ class Guard:
         record = records.read(where)
         if answer_only and not record.get("reminded"):
             return None  # most runs: no reminder waits for its answer
+        history: Sequence[BaseMessage] = ()  # a turn handed over alone: nothing to hand over
         if type(conversation) is Turn:
             turn, tools = conversation, self.tools
         else:
+            history = conversation  # type: ignore[assignment]
             if not record:  # a conversation this guard has not seen: its history counts
                 record = self._history(conversation, tools_of)  # type: ignore[arg-type]
             turn, tools = self.read(conversation, record, tools_of=tools_of)  # type: ignore[arg-type]
@@ -255,7 +257,7 @@ class Guard:
             where,
             found,
             turn=turn,
-            conversation=conversation,
+            history=history,
             run_config=run_config or current_run_config(),
             invocation=invocation,
             can_end=can_end,
@@ -328,7 +330,7 @@ class Guard:
         found: Count,
         *,
         turn: Turn,
-        conversation: Sequence[BaseMessage] | Turn,
+        history: Sequence[BaseMessage],
         run_config: RunnableConfig | None,
         invocation: object,
         can_end: bool,
@@ -357,7 +359,7 @@ class Guard:
         elif escalation.exit.raises:
             stop = RepeatToolLoopError(escalation, told.thread)
         elif escalation.exit.pauses:
-            record, messages, end, stop = self._ask(record, escalation)
+            record, messages, end, stop = self._ask(record, escalation, history)
             answered = stop is None  # its loop was reported when the human was asked
         elif escalation.exit.asks_answer:
             # The model's next call is its last: its tools withheld where the face owns the
@@ -365,7 +367,7 @@ class Guard:
             messages = [finish_message(escalation, kind, self.words)]
             record = {**record, "finishing": escalation.detector}
         elif can_end:
-            messages, end = [escalation_message(escalation, self.words)], True
+            messages, end = [self._final(escalation, history)], True
         else:  # nothing ends the run: it is not said to have been
             told = told._replace(delivery="undelivered")
         update: dict[str, Any] = {}
@@ -378,8 +380,12 @@ class Guard:
                 update[RUN_FIELD] = told.run
         return Step(found, update, messages, end, stop, None if answered else told, turn)
 
+    def _final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
+        """The final message of a run the guard ends: its words, and what the tools returned."""
+        return escalation_message(escalation, self.words, handover(history, self.config))
+
     def _ask(
-        self, record: Record, escalation: Escalation
+        self, record: Record, escalation: Escalation, history: Sequence[BaseMessage]
     ) -> tuple[Record, list[BaseMessage], bool, BaseException | None]:
         """Ask a human what to do about a loop; once they answered, carry out their choice."""
         try:
@@ -392,7 +398,7 @@ class Guard:
             return self.counter.reset(record), [], False, None
         if choice == "message":
             return self.counter.reset(record), [HumanMessage(text)], False, None
-        return record, [escalation_message(escalation, self.words)], True, None
+        return record, [self._final(escalation, history)], True, None
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -18,6 +19,8 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
+from ._canonical import canonicalize, digest, result_text
+from ._config import ReminderConfig
 from ._conversation import is_user_message
 from ._reminder import (
     SOURCE,
@@ -25,7 +28,9 @@ from ._reminder import (
     Reminder,
     ReminderTag,
     Words,
+    from_guard,
     is_reminder,
+    preview,
     said,
     tag_of,
     wrap,
@@ -36,6 +41,7 @@ __all__ = [
     "blocked_result",
     "escalation_message",
     "finish_message",
+    "handover",
     "keeps_system_messages",
     "prepare_messages",
     "reminder_message",
@@ -68,11 +74,65 @@ def reminder_message(
     return _told(*said(due, words), message_type)
 
 
-def escalation_message(escalation: Escalation, words: Words | None = None) -> AIMessage:
-    """The final message of a run the guard ended: tagged like a reminder, no tool calls."""
+def escalation_message(
+    escalation: Escalation, words: Words | None = None, handed: str = ""
+) -> AIMessage:
+    """The final message of a run the guard ended: tagged like a reminder, no tool calls.
+
+    The guard's words say which loop was stopped, and `handed` (`handover`) follows them: what
+    the run's tools returned, for a user who reads the run's last message and nothing else.
+    The user's own `final` words are said as they are, alone.
+    """
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     text = escalation.text if words is None else words.say(escalation)
+    if handed and text == escalation.text:
+        text = f"{text}\n\n{handed}"
     return AIMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
+
+
+# What the final message hands over: at most this many calls, each result cut to this.
+HANDED_OVER, RESULT_CHARS = 6, 300
+
+
+def handover(messages: Sequence[BaseMessage], config: ReminderConfig) -> str:
+    """What the tools returned since the user last spoke, for the user of a run the guard ended.
+
+    The latest result of each distinct call (its tool and canonical arguments), in the order
+    the calls were last made, failures last (`status="error"`, or `error_pattern`); at most
+    `HANDED_OVER` calls, each result cut to `RESULT_CHARS`. The arguments are named as the log
+    lines name them: by digest, or by preview with `log_arguments`. Empty: no call answered.
+    """
+    results: dict[str, ToolMessage] = {}
+    latest: dict[tuple[str, str], ToolMessage] = {}
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            if not from_guard(message):  # a refusal is the guard's words, not the tool's
+                results.setdefault(message.tool_call_id, message)
+        elif isinstance(message, AIMessage):
+            for call in reversed(message.tool_calls):
+                result = results.get(call["id"] or "")
+                if result is not None:
+                    latest.setdefault((call["name"], canonicalize(call["args"])), result)
+        elif is_user_message(message):
+            break
+    failure = None if config.error_pattern is None else re.compile(config.error_pattern)
+    said: list[tuple[bool, str]] = []
+    for (tool, arguments), result in reversed(list(latest.items())[:HANDED_OVER]):
+        text = result_text(result.content)
+        failed = result.status == "error" or bool(failure and failure.search(text))
+        named = (
+            preview(arguments, config.arguments_preview_chars)
+            if config.log_arguments
+            else digest(arguments)
+        )
+        cut = preview(" ".join(text.split()), RESULT_CHARS)
+        said.append((failed, f"- `{tool}` ({named}){' failed' if failed else ''}: {cut}"))
+    if not said:
+        return ""
+    said.sort(key=lambda line: line[0])  # failures last; in call order each (a stable sort)
+    return "What the tools returned, the latest of each call:\n" + "\n".join(
+        line for _, line in said
+    )
 
 
 def finish_message(

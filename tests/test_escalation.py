@@ -110,6 +110,27 @@ def test_end_stops_the_run_with_a_final_message(
         assert kept_record(agent, thread)["count"] == 6  # the run it stopped, as it stood
 
 
+def test_a_run_ended_hands_over_what_its_tools_returned(guarded: Make) -> None:
+    # An unattended run's last message is what its user reads: after the loop it stopped, the
+    # latest result of each call, so that the output is of use and not only an apology.
+    script = [
+        turn(call("other", {"q": "a"})),
+        *[turn(call("probe", {"q": "same"})) for _ in range(4)],
+    ]
+    agent = guarded(
+        scripted(script), thresholds=[3], escalate_after=4, exit_behavior="end", log_arguments=True
+    )
+    messages = agent.invoke(ask())
+
+    said = str(messages[-1].content)
+    assert said.startswith(Escalation("probe", 4, "repeat", "", "end", limit=4).text)
+    assert said.endswith(
+        "What the tools returned, the latest of each call:\n"
+        '- `other` ({"q":"a"}): other a\n'
+        '- `probe` ({"q":"same"}): probed same'
+    )
+
+
 async def test_end_stops_async_runs_too(guarded: Make) -> None:
     agent = guarded(LoopModel(), exit_behavior="end", **LIMIT)
     messages = await agent.ainvoke(ask("loop 50"))

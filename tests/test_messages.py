@@ -15,11 +15,19 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 
-from repeat_reminder_langchain import Escalation, Reminder, prepare_messages, stop_reason
+from repeat_reminder_langchain import (
+    Escalation,
+    Reminder,
+    ReminderConfig,
+    prepare_messages,
+    stop_reason,
+)
+from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
     escalation_message,
+    handover,
     reminder_message,
 )
 from repeat_reminder_langchain._reminder import is_reminder, wrap
@@ -236,3 +244,52 @@ def test_the_stop_reason_is_the_latest_stop_since_the_user_spoke() -> None:
     assert stop_reason(stopped[:2]) == first
     assert stop_reason([]) is None
     assert stop_reason([HumanMessage("go"), *stopped, HumanMessage("again")]) is None
+
+
+def _called(name: str, args: dict[str, Any], result: str, n: int, **fields: Any) -> list[Any]:
+    return [
+        AIMessage("", tool_calls=[call(name, args, f"c{n}")]),
+        ToolMessage(result, tool_call_id=f"c{n}", **fields),
+    ]
+
+
+def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> None:
+    stopped = Escalation("probe", 4, "repeat", "{}", "end", limit=4)
+    run = [
+        HumanMessage("old question"),
+        *_called("other", {"q": "before"}, "from an earlier question", 0),
+        HumanMessage("is the job done?"),
+        *_called("book", {"seat": "1A"}, "Error: payment declined", 1),
+        *_called("other", {"q": "a"}, "first answer", 2),
+        *_called("probe", {"q": "x"}, "running", 3),
+        *_called("other", {"q": "a"}, "second\n  answer", 4),  # the same call: its latest
+        *_called("probe", {"q": "x"}, "still running " + "." * 400, 5),
+        *_called("grep", {"p": "y"}, "nothing", 6, status="error"),
+    ]
+    run.append(blocked_result(stopped, "c5"))  # the guard's refusal is no tool's result
+    handed = handover(run, ReminderConfig(error_pattern="^Error", log_arguments=True))
+    assert handed.splitlines() == [
+        "What the tools returned, the latest of each call:",
+        # In the order the calls were last made; failures last; whitespace as one space.
+        '- `other` ({"q":"a"}): second answer',
+        '- `probe` ({"q":"x"}): still running '
+        + "." * (300 - len("still running "))
+        + "… (+114 more chars)",
+        '- `book` ({"seat":"1A"}) failed: Error: payment declined',
+        '- `grep` ({"p":"y"}) failed: nothing',
+    ]
+    # By default the arguments are named as the log lines name them: by digest.
+    named = digest('{"q":"a"}')
+    assert f"- `other` ({named}): second answer" in handover(run, ReminderConfig())
+    # The final message says which loop it stopped, then hands over.
+    final = escalation_message(stopped, handed=handed)
+    assert str(final.content) == f"{stopped.text}\n\n{handed}"
+    assert handover([HumanMessage("hi"), AIMessage("hello")], ReminderConfig()) == ""
+
+
+def test_the_handover_keeps_the_latest_calls_within_its_cap() -> None:
+    run: list[Any] = []  # a history with no user message in it is read whole
+    for n in range(9):
+        run += _called("read", {"page": n}, f"page {n}", n)
+    lines = handover(run, ReminderConfig(log_arguments=True)).splitlines()[1:]
+    assert lines == [f'- `read` ({{"page":{n}}}): page {n}' for n in range(3, 9)]
