@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
 
@@ -465,6 +465,43 @@ async def test_finish_keeps_the_tools_and_tells_the_model_to_call_none(
     assert_adjacent(messages)
     assert messages[-1].text == "done" and not messages[-1].tool_calls  # told so, it answered
     assert (stop_reason(messages) or Escalation("", 0, "", "", "")).behavior == "finish"
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+@pytest.mark.parametrize("api", list(CLIENTS))
+def test_the_nodes_bind_tools_keeps_them_told_to_call_none(
+    server: ProviderServer, api: str, face: str
+) -> None:
+    # A custom graph: the model node binds the tools as the node says, the ToolNode refuses a
+    # call made all the same, the node's route ends the run.
+    handler = RepeatToolReminderCallbackHandler(**FINISH) if face == "handler" else None
+    node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**FINISH)
+    model = CLIENTS[api](server)
+
+    def agent(state: dict[str, Any]) -> dict[str, list[BaseMessage]]:
+        chosen = node.bind_tools(model, [probe], state)
+        return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
+
+    builder = StateGraph(RepeatToolReminderState if handler is None else MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([probe], wrap_tool_call=node.wrap_tool_call))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    config = {"callbacks": [handler] if handler else []}
+
+    messages = builder.compile().invoke(prompted(), config)["messages"]
+
+    assert server.rejected() == []
+    bodies = server.bodies(api)
+    assert [body.get("tool_choice") for body in bodies] == [None] * 4 + [NO_TOOL[api]]
+    assert [head(api, body) for body in bodies] == [head(api, bodies[0])] * 5
+    assert_adjacent(messages)
+    assert messages[-1].text == "done" and not messages[-1].tool_calls
 
 
 def test_finish_withholds_the_tools_from_a_model_that_takes_no_tool_choice(
