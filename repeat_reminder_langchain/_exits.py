@@ -2,7 +2,7 @@
 
 A guard reads its configuration's exit once (`EXITS[config.exit_behavior]`) and every part of
 it asks that object, never the name: whether the call that reaches the limit is refused,
-whether the model is asked for its answer without its tools, whether the run raises or pauses,
+whether the model is asked for its answer with no tool to call, whether the run raises or pauses,
 what the final message says and what the log line says it did.
 """
 
@@ -25,8 +25,9 @@ class Exit(NamedTuple):
             the run, or, for `finish`, the request for the model's answer.
         ends: A loop it stops may end the run with that message (on the node faces, through
             the node's route).
-        asks_answer: The model is asked for its answer, in one more call without its tools;
-            a call it makes all the same is refused, and the run ends.
+        asks_answer: The model is asked for its answer, in one more call with no tool to call
+            (`tool_choice` none, or no tools); a call it makes all the same is refused, and the
+            run ends.
         refuses: The call that reaches the limit gets an error result instead of running
             (only the middleware sees a call before it runs).
         raises: The run stops with `RepeatToolLoopError`.

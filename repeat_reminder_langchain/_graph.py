@@ -22,7 +22,7 @@ from ._conversation import asked_to_answer, read_messages, read_state
 from ._counter import Record
 from ._events import report
 from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
-from ._messages import blocked_result
+from ._messages import blocked_result, no_tool_choice
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, warn
 from ._wiring import refuse_block
 
@@ -214,14 +214,15 @@ class RepeatToolReminderNode:
         return "end" if ended else "continue"
 
     def withholds_tools(self, state: Any) -> bool:
-        """Whether the model's next call goes without its tools: the guard asked for its answer.
+        """Whether the model's next call has no tool to call: the guard asked for its answer.
 
         With `exit_behavior="finish"`, the guard's last words ask a looping model for its
-        answer. A node does not own the model call, so your model node withholds the tools:
+        answer. A node does not own the model call, so your model node holds the tools back;
+        `bind_tools` does it as the middleware does:
 
         ```python
         def agent(state: MessagesState) -> dict:
-            chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
+            chosen = node.bind_tools(model, tools, state)
             return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
         ```
 
@@ -231,6 +232,20 @@ class RepeatToolReminderNode:
         if not self._finishes:
             return False
         return asked_to_answer(read_messages(state, self.messages_key)) is not None
+
+    def bind_tools(self, model: Any, tools: Sequence[Any], state: Any, **kwargs: Any) -> Any:
+        """`model` with `tools` for its next call; held back when it is asked for its answer.
+
+        Most calls: `model.bind_tools(tools, **kwargs)`. The call that asks for the answer: the
+        same tools with the `tool_choice` that tells the model to call none, where it takes one
+        (ChatOpenAI, AzureChatOpenAI, ChatAnthropic, ChatGoogleGenerativeAI: the head of the
+        prompt, where the tools sit, stays the one a provider cached); elsewhere `model` alone,
+        with no tools. Asked for the answer is what `withholds_tools` says.
+        """
+        if not self.withholds_tools(state):
+            return model.bind_tools(tools, **kwargs)
+        choice = no_tool_choice(model)
+        return model if choice is None else model.bind_tools(tools, tool_choice=choice, **kwargs)
 
     def wrap_tool_call(
         self,

@@ -362,7 +362,7 @@ class Guard:
             record, messages, end, stop = self._ask(record, escalation, history)
             answered = stop is None  # its loop was reported when the human was asked
         elif escalation.exit.asks_answer:
-            # The model's next call is its last: its tools withheld where the face owns the
+            # The model's next call is its last, with no tool to call where the face owns the
             # call (the middleware), and a model that calls all the same is ended.
             messages = [finish_message(escalation, kind, self.words)]
             record = {**record, "finishing": escalation.detector}

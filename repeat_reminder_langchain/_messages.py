@@ -43,6 +43,7 @@ __all__ = [
     "finish_message",
     "handover",
     "keeps_system_messages",
+    "no_tool_choice",
     "prepare_messages",
     "reminder_message",
     "stop_reason",
@@ -242,6 +243,38 @@ def keeps_system_messages(model: object) -> bool:
     return bool(models) and all(
         (m.profile or {}).get("mid_conversation_system_messages") is True for m in models
     )
+
+
+_NO_TOOL: dict[str, str | dict[str, str]] = {
+    # ChatOpenAI's and AzureChatOpenAI's bind_tools pass "none" on, to Chat Completions and to
+    # Responses alike; Gemini's maps it to function calling mode NONE.
+    "openai-chat": "none",
+    "azure-openai-chat": "none",
+    "chat-google-generative-ai": "none",
+    # ChatAnthropic's bind_tools reads any string but "any" and "auto" as the name of a tool
+    # to force: "none" would force a tool named none. The dict is sent as it is.
+    "anthropic-chat": {"type": "none"},
+}
+"""The `tool_choice` that tells a chat model to call no tool, by its `_llm_type`.
+
+Only integrations whose `bind_tools` was read: another model (a subclass with its own type, a
+local or scripted one) may refuse the choice, or ignore it.
+"""
+
+
+def no_tool_choice(model: object) -> str | dict[str, str] | None:
+    """The `tool_choice` by which every chat model behind `model` is told to call no tool.
+
+    None where one of them is not known to take one: an integration not in `_NO_TOOL`, or a
+    model whose profile says it takes no `tool_choice`, or models that would need different
+    forms. Unwrapped as `keeps_system_messages` unwraps them.
+    """
+    choices = [
+        _NO_TOOL.get(m._llm_type) if (m.profile or {}).get("tool_choice") is not False else None
+        for m in _chat_models(model)
+    ]
+    choice = choices[0] if choices and all(c == choices[0] for c in choices) else None
+    return dict(choice) if isinstance(choice, dict) else choice
 
 
 def _chat_models(runnable: object, depth: int = 0) -> Iterator[BaseChatModel]:

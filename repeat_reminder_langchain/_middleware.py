@@ -28,7 +28,7 @@ from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
-from ._messages import blocked_result, prepare_messages
+from ._messages import blocked_result, no_tool_choice, prepare_messages
 from ._policy import ToolPolicy
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
@@ -285,7 +285,8 @@ class RepeatToolReminderMiddleware(
     ) -> ModelResponse[ResponseT]:
         """Send stored system reminders as the request's model takes them; learn the tools.
 
-        After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
+        After `exit_behavior="finish"` asked the model for its answer, it is told to call no
+        tool (`tool_choice` none), or gets none where it does not take that choice.
         """
         prepared, tools = self._prepare(request)
         return self._made(handler(prepared), tools)
@@ -298,7 +299,8 @@ class RepeatToolReminderMiddleware(
     ) -> ModelResponse[ResponseT]:
         """Send stored system reminders as the request's model takes them; learn the tools.
 
-        After `exit_behavior="finish"` asked the model for its answer, it gets no tools.
+        After `exit_behavior="finish"` asked the model for its answer, it is told to call no
+        tool (`tool_choice` none), or gets none where it does not take that choice.
         """
         prepared, tools = self._prepare(request)
         return self._made(await handler(prepared), tools)
@@ -309,7 +311,7 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it, or the tools were withheld (finish)."""
+        """Run the call, unless escalation blocks it, or the model was asked for its answer."""
         blocked = self._blocked(request) if self._blocks or self._finishes else None
         return blocked if blocked is not None else handler(request)
 
@@ -319,7 +321,7 @@ class RepeatToolReminderMiddleware(
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it, or the tools were withheld (finish)."""
+        """Run the call, unless escalation blocks it, or the model was asked for its answer."""
         blocked = self._blocked(request) if self._blocks or self._finishes else None
         return blocked if blocked is not None else await handler(request)
 
@@ -384,8 +386,7 @@ class RepeatToolReminderMiddleware(
             tools = self._tools(request.tools or ())
             entry = self._entry(request.state)
             if self._finishes and entry.get("finishing"):
-                # Asked for its answer: the model's last call, with no tool to call.
-                request = request.override(tools=[], tool_choice=None)
+                request = self._for_answer(request)
             if entry.get("system") is not True:
                 return request, tools  # most calls: no reminder stored as a system message
             messages = prepare_messages(request.messages, request.model)
@@ -395,6 +396,23 @@ class RepeatToolReminderMiddleware(
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")
             return request, tools
+
+    @staticmethod
+    def _for_answer(request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
+        """The model's last call, asked for its answer: with no tool to call.
+
+        The tools are sent as before, with the `tool_choice` that tells the model to call none,
+        where it takes one (`no_tool_choice`): the head of the prompt, where the tools sit,
+        stays the prefix a provider has cached. Elsewhere, and beside a `response_format`
+        (LangChain then forces its structured output tool, or sends no choice), they are
+        withheld. A call made all the same is refused (`wrap_tool_call`).
+        """
+        choice = None
+        if request.tools and request.response_format is None:
+            choice = no_tool_choice(request.model)
+        if choice is None:
+            return request.override(tools=[], tool_choice=None)
+        return request.override(tool_choice=choice)
 
     def _tools(self, tools: Sequence[object]) -> Tools:
         """What an agent's tools declare, read once per set of tools.
@@ -443,7 +461,8 @@ class RepeatToolReminderMiddleware(
             asked = record.get("finishing")
             if asked:
                 # Asked for its answer, the model called a tool all the same (a provider that
-                # ignored the withheld tools): the call does not run, and the run then ends.
+                # ignored tool_choice none, or the withheld tools): the call does not run, and
+                # the run then ends.
                 tool = str(request.tool_call.get("name") or "")
                 withheld = Escalation(
                     tool, record.get("count", 0), asked, "", self._guard.exit.name

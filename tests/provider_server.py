@@ -29,6 +29,12 @@ the provider's own error shape and, where the provider's wording is known, its w
   one role; this server refuses them, so that a client which sends a reminder as a turn of its
   own after the tool results is caught); each `tool_use` block is answered by `tool_result`
   blocks at the start of the very next user message.
+* Every API: a `tool_choice` in the API's own form (Chat Completions: `"none"`, `"auto"`,
+  `"required"` or a function of `tools`, and only beside `tools`; Responses: the same strings or
+  `{"type": "function", "name": ...}`; Messages: `{"type": "auto" | "any" | "tool" | "none"}`,
+  a `tool` one naming a tool of `tools`). Told to call none, the model answers, as the APIs
+  promise; otherwise a script's calls are made whatever the request offers (a model that calls
+  a tool it was not given).
 
 Every request is recorded (`exchanges`) with its body and the status it got.
 """
@@ -250,7 +256,7 @@ class ProviderServer:
         with self._lock:
             self._exchanges.append(exchange)
 
-    def _reply(self, turns: Sequence[_Turn], id_prefix: str) -> _Reply:
+    def _reply(self, turns: Sequence[_Turn], id_prefix: str, calls: bool = True) -> _Reply:
         made, spoken = 0, None
         for turn in reversed(turns):
             if turn.role == "user" and turn.user_text is not None:
@@ -259,7 +265,7 @@ class ProviderServer:
             made += turn.role == "assistant" and turn.calls > 0
         with self._lock:
             script = self._scripts.get(spoken or "", self._default)
-        if made >= script.turns:
+        if made >= script.turns or not calls:
             return _Reply((), script.answer)
         # Ids are unique within a conversation: numbered by the assistant turn they belong to.
         number = sum(turn.role == "assistant" for turn in turns) + 1
@@ -305,11 +311,12 @@ class _Handler(BaseHTTPRequestHandler):
             if not isinstance(body, dict):
                 raise RequestRejected("We could not parse the JSON body of your request.")
             turns = _VALIDATORS[api](body)
+            _check_tool_choice(api, body)
         except RequestRejected as error:
             provider._record(Exchange(api, body, error.status, error.message, headers))
             self._send_json(error.status, _error_body(api, error))
             return
-        reply = provider._reply(turns, "toolu_" if api == "messages" else "call_")
+        reply = provider._reply(turns, "toolu_" if api == "messages" else "call_", _calls(body))
         provider._record(Exchange(api, body, 200, None, headers))
         model = str(body.get("model"))
         if body.get("stream") is True:
@@ -404,6 +411,55 @@ def _require(body: Mapping[str, Any], name: str, message: str) -> Any:
     if body.get(name) is None:
         raise RequestRejected(message, name, code="missing_required_parameter")
     return body[name]
+
+
+def _check_tool_choice(api: str, body: Mapping[str, Any]) -> None:
+    """A `tool_choice` in the API's own form, naming (when it names one) a tool of `tools`."""
+    choice, tools = body.get("tool_choice"), body.get("tools") or []
+    if choice is None:
+        return
+    if api == "messages":
+        names = [tool.get("name") for tool in tools if isinstance(tool, dict)]
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        if kind not in ("auto", "any", "tool", "none"):
+            raise RequestRejected(
+                f"tool_choice: Input tag '{kind}' found using 'type' does not match any of the "
+                "expected tags: 'auto', 'any', 'tool', 'none'"
+            )
+        if kind == "tool" and choice.get("name") not in names:  # this server's own wording
+            raise RequestRejected(f"tool_choice.name: no tool named {choice.get('name')!r}")
+        return
+    if not tools:
+        raise RequestRejected(
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified.",
+            "tool_choice",
+        )
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise RequestRejected(
+                f"Invalid value: '{choice}'. Supported values are: 'none', 'auto', and 'required'.",
+                "tool_choice",
+                code="invalid_value",
+            )
+        return
+    if api == "chat":
+        names = [(tool.get("function") or {}).get("name") for tool in tools]
+        named = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+    else:
+        names = [tool.get("name") for tool in tools]
+        named = choice.get("name") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or choice.get("type") != "function" or named not in names:
+        # This server's own wording.
+        raise RequestRejected(
+            f"Invalid 'tool_choice': no function {named!r} in 'tools'.", "tool_choice"
+        )
+
+
+def _calls(body: Mapping[str, Any]) -> bool:
+    """Whether the request lets the model call a tool: not when told to call none."""
+    choice = body.get("tool_choice")
+    return choice != "none" and not (isinstance(choice, dict) and choice.get("type") == "none")
 
 
 # -- OpenAI Chat Completions ------------------------------------------------------------------

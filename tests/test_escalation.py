@@ -313,14 +313,18 @@ def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
     assert (ended(messages) or {})["count"] == 5
 
 
-def _node_agent(face: str, model: Any, tools: list[Any]) -> tuple[Any, Any]:
-    """The README's own graph, its model node withholding the tools when the guard says so,
-    its ToolNode refusing a call made all the same; and the run config."""
+def _node_agent(face: str, model: Any, tools: list[Any], *, bind: bool = False) -> tuple[Any, Any]:
+    """The README's own graph, its model node withholding the tools when the guard says so
+    (itself, or with `node.bind_tools`), its ToolNode refusing a call made all the same; and
+    the run config."""
     handler = RepeatToolReminderCallbackHandler(**FINISH) if face == "handler" else None
     node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**FINISH)
 
     def agent(state: Any) -> dict[str, Any]:
-        chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
+        if bind:
+            chosen = node.bind_tools(model, tools, state)
+        else:
+            chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
         return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
 
     builder = StateGraph(RepeatToolReminderState if face == "state" else MessagesState)
@@ -349,6 +353,21 @@ def test_on_the_node_faces_the_model_node_withholds_the_tools_and_the_answer_end
     assert ran == ["same"] * 4
     assert messages[-1].content == "probe keeps saying the same: here is what I have."
     assert not from_guard(messages[-1])
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+def test_the_nodes_bind_tools_withholds_them_from_a_model_that_takes_no_tool_choice(
+    face: str,
+) -> None:
+    # A scripted model: no tool_choice it is known to take, so no tools at all.
+    model, (probe, ran) = Finisher(), _counted_probe()
+    graph, config = _node_agent(face, model, [probe], bind=True)
+    messages = graph.invoke(ask("loop 50"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert model.given == [["probe"]] * 4 + [None]
+    assert ran == ["same"] * 4
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
 
 
 @pytest.mark.parametrize("face", ["handler", "state"])

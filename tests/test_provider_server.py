@@ -476,3 +476,93 @@ def test_a_script_can_be_chosen_by_the_user_text(server: ProviderServer) -> None
 
     assert names("both") == ["other", "probe"]
     assert names("anything else") == []
+
+
+# -- tool_choice, every API ---------------------------------------------------------------------
+
+CHAT_TOOLS = [{"type": "function", "function": {"name": "probe", "parameters": {}}}]
+RESPONSES_TOOLS = [{"type": "function", "name": "probe", "parameters": {}}]
+MESSAGES_TOOLS = [{"name": "probe", "input_schema": {"type": "object"}}]
+
+
+def made(api: str, answer: dict[str, Any]) -> str:
+    """The text the model answered, or "calls" when it called a tool."""
+    if api == "chat":
+        message = answer["choices"][0]["message"]
+        return "calls" if message.get("tool_calls") else str(message["content"])
+    first = (answer["output"] if api == "responses" else answer["content"])[0]
+    if first["type"] in ("function_call", "tool_use"):
+        return "calls"
+    return str(first["content"][0]["text"] if api == "responses" else first["text"])
+
+
+@pytest.mark.parametrize(
+    ("api", "body"),
+    [
+        ("chat", chat(tools=CHAT_TOOLS, tool_choice="none")),
+        ("responses", responses(tools=RESPONSES_TOOLS, tool_choice="none")),
+        ("messages", messages(tools=MESSAGES_TOOLS, tool_choice={"type": "none"})),
+    ],
+)
+def test_told_to_call_none_the_model_answers_where_it_would_call(
+    api: str, body: dict[str, Any]
+) -> None:
+    with ProviderServer(Script.repeat("probe", SAME, 3)) as server:
+        response = post(server, api, body)
+        called = post(server, api, {k: v for k, v in body.items() if k != "tool_choice"})
+
+    assert response.status_code == called.status_code == 200, response.text
+    assert made(api, response.json()) == "done"
+    assert made(api, called.json()) == "calls"  # the same request, the choice left to it
+
+
+@pytest.mark.parametrize(
+    ("api", "body", "said"),
+    [
+        (
+            "chat",
+            chat(tool_choice="none"),
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+            "specified.",
+        ),
+        (
+            "chat",
+            chat(tools=CHAT_TOOLS, tool_choice="never"),
+            "Invalid value: 'never'. Supported values are: 'none', 'auto', and 'required'.",
+        ),
+        (
+            "chat",
+            chat(tools=CHAT_TOOLS, tool_choice={"type": "function", "function": {"name": "x"}}),
+            "Invalid 'tool_choice': no function 'x' in 'tools'.",
+        ),
+        (
+            "responses",
+            responses(tools=RESPONSES_TOOLS, tool_choice={"type": "function", "name": "x"}),
+            "Invalid 'tool_choice': no function 'x' in 'tools'.",
+        ),
+    ],
+)
+def test_openai_rejects_a_tool_choice_not_in_its_form(
+    server: ProviderServer, api: str, body: dict[str, Any], said: str
+) -> None:
+    error = openai_error(post(server, api, body))
+    assert (error["message"], error["param"]) == (said, "tool_choice")
+
+
+@pytest.mark.parametrize(
+    ("choice", "said"),
+    [
+        # What ChatAnthropic makes of the string "none": a tool of that name, forced.
+        ({"type": "tool", "name": "none"}, "tool_choice.name: no tool named 'none'"),
+        (
+            "none",
+            "tool_choice: Input tag 'None' found using 'type' does not match any of the "
+            "expected tags: 'auto', 'any', 'tool', 'none'",
+        ),
+    ],
+)
+def test_messages_rejects_a_tool_choice_not_in_its_form(
+    server: ProviderServer, choice: Any, said: str
+) -> None:
+    body = messages(tools=MESSAGES_TOOLS, tool_choice=choice)
+    assert anthropic_error(post(server, "messages", body)) == said

@@ -19,22 +19,29 @@ pytest.importorskip("langchain_anthropic")
 pytest.importorskip("langchain_openai")
 
 from langchain.agents import create_agent
+from langchain.agents.structured_output import ToolStrategy
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
-from langchain_openai import ChatOpenAI
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import ConfigurableField, RunnableLambda
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from pydantic import BaseModel
 
 from repeat_reminder_langchain import (
+    Escalation,
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
+    from_guard,
     prepare_messages,
+    stop_reason,
 )
+from repeat_reminder_langchain._messages import no_tool_choice
 from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import ask, assert_adjacent, probe, reminders
@@ -419,3 +426,151 @@ def test_a_thread_the_guard_ended_goes_on_with_valid_requests(
     assert ended.additional_kwargs["repeat_tool_reminder"]["level"] == "escalated"
     assert sum(len(getattr(m, "tool_calls", ())) for m in first) == 6
     assert second[-1].text == "Understood."
+
+
+# -- finish: the last call keeps the prompt's head ----------------------------------------------
+
+FINISH = {"thresholds": [3], "escalate_after": 4, "exit_behavior": "finish"}
+NO_TOOL: dict[str, Any] = {"chat": "none", "responses": "none", "messages": {"type": "none"}}
+
+
+def head(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What a request sends beside its conversation and its tool choice: tools, system, model."""
+    return {k: v for k, v in body.items() if k not in ("messages", "input", "tool_choice")}
+
+
+@pytest.mark.parametrize("mode", ["invoke", "astream"])
+@pytest.mark.parametrize("api", list(CLIENTS))
+async def test_finish_keeps_the_tools_and_tells_the_model_to_call_none(
+    server: ProviderServer, api: str, mode: str
+) -> None:
+    # Withheld, the tools would leave the head of the prompt, and a provider's cache with them.
+    agent = create_agent(
+        CLIENTS[api](server),
+        tools=[probe],
+        middleware=[RepeatToolReminderMiddleware(**FINISH)],
+        system_prompt=PROMPT,
+    )
+
+    state = await run(agent, mode, ask())
+
+    assert server.rejected() == []
+    bodies = server.bodies(api)
+    assert [body.get("tool_choice") for body in bodies] == [None] * 4 + [NO_TOOL[api]]
+    assert [head(api, body) for body in bodies] == [head(api, bodies[0])] * 5
+    assert [t.get("name") or t["function"]["name"] for t in bodies[-1]["tools"]] == ["probe"]
+    conversation = "input" if api == "responses" else "messages"
+    assert bodies[-1][conversation][: len(bodies[-2][conversation])] == bodies[-2][conversation]
+    messages = state["messages"]
+    assert_adjacent(messages)
+    assert messages[-1].text == "done" and not messages[-1].tool_calls  # told so, it answered
+    assert (stop_reason(messages) or Escalation("", 0, "", "", "")).behavior == "finish"
+
+
+@pytest.mark.parametrize("face", ["handler", "state"])
+@pytest.mark.parametrize("api", list(CLIENTS))
+def test_the_nodes_bind_tools_keeps_them_told_to_call_none(
+    server: ProviderServer, api: str, face: str
+) -> None:
+    # A custom graph: the model node binds the tools as the node says, the ToolNode refuses a
+    # call made all the same, the node's route ends the run.
+    handler = RepeatToolReminderCallbackHandler(**FINISH) if face == "handler" else None
+    node = RepeatToolReminderNode(handler) if handler else RepeatToolReminderNode(**FINISH)
+    model = CLIENTS[api](server)
+
+    def agent(state: dict[str, Any]) -> dict[str, list[BaseMessage]]:
+        chosen = node.bind_tools(model, [probe], state)
+        return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
+
+    builder = StateGraph(RepeatToolReminderState if handler is None else MessagesState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([probe], wrap_tool_call=node.wrap_tool_call))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    config = {"callbacks": [handler] if handler else []}
+
+    messages = builder.compile().invoke(prompted(), config)["messages"]
+
+    assert server.rejected() == []
+    bodies = server.bodies(api)
+    assert [body.get("tool_choice") for body in bodies] == [None] * 4 + [NO_TOOL[api]]
+    assert [head(api, body) for body in bodies] == [head(api, bodies[0])] * 5
+    assert_adjacent(messages)
+    assert messages[-1].text == "done" and not messages[-1].tool_calls
+
+
+def test_finish_withholds_the_tools_from_a_model_that_takes_no_tool_choice(
+    server: ProviderServer,
+) -> None:
+    # Its profile says it takes no tool_choice: the tools are left out, as for a scripted model,
+    # and a call it makes all the same is refused, not run.
+    agent = create_agent(
+        anthropic_model(server, "claude-sonnet-5-5"),
+        tools=[probe],
+        # This server takes a system turn from Opus 4.8 alone; this model's profile declares it.
+        middleware=[RepeatToolReminderMiddleware(message_type="human", **FINISH)],
+    )
+
+    messages = agent.invoke(ask())["messages"]
+
+    assert server.rejected() == []
+    bodies = server.bodies("messages")
+    assert ["tools" in body for body in bodies] == [True] * 4 + [False]
+    assert "tool_choice" not in bodies[-1]
+    assert_adjacent(messages)
+    assert isinstance(messages[-2], ToolMessage) and messages[-2].status == "error"
+    assert from_guard(messages[-1])
+
+
+def test_finish_beside_a_response_format_withholds_the_tools(server: ProviderServer) -> None:
+    # LangChain forces its structured output tool then: told "none", the choice would be lost.
+    class Answer(BaseModel):
+        text: str
+
+    agent = create_agent(
+        chat_model(server),
+        tools=[probe],
+        middleware=[RepeatToolReminderMiddleware(**FINISH)],
+        response_format=ToolStrategy(Answer),
+    )
+
+    messages = agent.invoke(ask())["messages"]
+
+    assert server.rejected() == []
+    last = server.bodies("chat")[-1]
+    assert [tool["function"]["name"] for tool in last["tools"]] == ["Answer"]
+    assert last["tool_choice"] == "required"
+    assert_adjacent(messages)
+
+
+def test_the_tool_choice_that_calls_none_is_known_per_integration() -> None:
+    openai = ChatOpenAI(model="gpt-4o", api_key="x")  # type: ignore[arg-type]
+    anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="x")  # type: ignore[call-arg]
+    azure = AzureChatOpenAI(
+        model="gpt-4o", api_key="x", azure_endpoint="http://127.0.0.1", api_version="2024-10-21"
+    )  # type: ignore[call-arg]
+    local = ChatOpenAI(model="qwen", base_url="http://127.0.0.1:1/v1", api_key="x")  # type: ignore[arg-type]
+    assert no_tool_choice(openai) == no_tool_choice(azure) == no_tool_choice(local) == "none"
+    assert no_tool_choice(ChatOpenAI(model="gpt-4o", api_key="x", use_responses_api=True)) == "none"  # type: ignore[arg-type]
+    assert no_tool_choice(anthropic) == {"type": "none"}
+    assert no_tool_choice(openai.bind(temperature=0).with_retry()) == "none"  # unwrapped
+    assert no_tool_choice(openai.configurable_fields(temperature=ConfigurableField("t"))) == "none"
+    assert no_tool_choice(openai.with_fallbacks([azure])) == "none"
+    # Forms that differ, a profile without tool_choice, a model not known: none told.
+    assert no_tool_choice(openai.with_fallbacks([anthropic])) is None
+    assert no_tool_choice(ChatAnthropic(model="claude-sonnet-5-5", api_key="x")) is None  # type: ignore[call-arg]
+    assert no_tool_choice(GenericFakeChatModel(messages=iter([]))) is None
+    assert no_tool_choice(None) is None
+
+
+def test_gemini_is_told_to_call_none_as_openai_is() -> None:
+    genai = pytest.importorskip("langchain_google_genai")
+    gemini = genai.ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="x")
+    assert no_tool_choice(gemini) == "none"
+    bound = gemini.bind_tools([probe], tool_choice=no_tool_choice(gemini))
+    assert bound.kwargs["tool_choice"] == "none"  # Gemini's function calling mode NONE

@@ -609,7 +609,7 @@ _LAB_HELP = """\
 Runs small tasks built to make a model loop (--tasks, default all: poll, ping, search, file,
 calculator, payment, forecast, poll-insist, ping-insist) with the real create_agent on a model
 of yours, under each condition (--conditions): none (no guard), guard (the defaults),
-escalate (stop at 10), finish (at 10, one more call without tools for the model's answer),
+escalate (stop at 10), finish (at 10, one more call with no tool to call for the answer),
 neutral (a note that says nothing of the loop, at the same points), config (your --config
 settings, e.g. your own words; --config adds it to the default conditions). Each run is capped
 at --max-calls model calls.

@@ -256,14 +256,14 @@ def build_agent(
     """The agent: model → tools → reminder node → model (no reminder node without a guard).
 
     The node's `route` leaves the graph once the guard ended a looping run
-    (`exit_behavior="end"`); asked for its answer (`"finish"`), the model is called without
-    its tools, and a call made all the same is refused.
+    (`exit_behavior="end"`); asked for its answer (`"finish"`), the model is called with no
+    tool to call (`node.bind_tools`), and a call made all the same is refused.
     """
     bound = model.bind_tools(list(tools))
     node = None if guard is None else RepeatToolReminderNode(guard, tools=list(tools))
 
     def agent(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        chosen = model if node is not None and node.withholds_tools(state) else bound
+        chosen = bound if node is None else node.bind_tools(model, list(tools), state)
         return {"messages": [chosen.invoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)

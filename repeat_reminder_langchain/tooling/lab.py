@@ -10,8 +10,9 @@ LangChain chat model, under the conditions the user picks:
 * `none`: no guard;
 * `guard`: the guard's defaults;
 * `escalate`: the guard, stopping a loop at 10 (`escalate_after=10`, `exit_behavior="end"`);
-* `finish`: the guard, asking the model at 10 for its answer, its tools withheld
-  (`escalate_after=10`, `exit_behavior="finish"`);
+* `finish`: the guard, asking the model at 10 for its answer in one last call with no tool to
+  call (`escalate_after=10`, `exit_behavior="finish"`): its tools sent with `tool_choice` none
+  where the model takes it, withheld where it does not (each run says which: `held_back`);
 * `neutral`: a note that does not mention the loop, at the same points ("The tool result above
   has been logged."), to separate the effect of the reminder's words from that of the
   interruption alone;
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware
+from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware, ModelRequest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -104,6 +105,10 @@ class LabRun:
         seconds: How long it took.
         answer: The model's last words, whole, when it answered ("" otherwise).
         settings: The settings the guard was given, beside its defaults (None: no guard).
+        held_back: How the tools were held back from the call that asked for the model's
+            answer (`exit_behavior="finish"`): `tool_choice_none` (sent as before, the model
+            told to call none: the prompt's head, and a provider's cache of it, unchanged) or
+            `withheld` (left out: a model not known to take that choice); None: no such call.
         messages: The conversation, for its transcript (not in `as_dict`).
     """
 
@@ -119,6 +124,7 @@ class LabRun:
     seconds: float
     answer: str = ""
     settings: dict[str, Any] | None = None
+    held_back: str | None = None
     messages: list[BaseMessage] = field(default_factory=list, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
@@ -359,7 +365,11 @@ TASKS: dict[str, Task] = {
 
 
 class _Count(AgentMiddleware):
-    """Counts the model's calls and the tokens they report (the lab runs agents sync)."""
+    """Counts the model's calls and the tokens they report (the lab runs agents sync).
+
+    Placed after the guard, it sees each request as the guard sent it: every task has tools, so
+    a request without them, or told to call none, is the guard asking for the answer.
+    """
 
     name = "LabCount"
 
@@ -367,6 +377,14 @@ class _Count(AgentMiddleware):
         super().__init__()
         self.calls = 0
         self.tokens = 0
+        self.held_back: str | None = None
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
+        if not request.tools:
+            self.held_back = "withheld"
+        elif request.tool_choice in ("none", {"type": "none"}):
+            self.held_back = "tool_choice_none"
+        return handler(request)
 
     def after_model(self, state: Any, runtime: Any) -> None:
         self.calls += 1
@@ -452,6 +470,7 @@ def run_task(
         seconds,
         answer,
         None if guard is None else _settings(guard.config),
+        count.held_back,
         messages,
     )
 

@@ -112,6 +112,9 @@ def test_finish_gets_an_answer_where_escalation_gets_none() -> None:
     assert (finished.model_calls, finished.broke, finished.ended) == (11, "escalated", "answer")
     assert finished.acceptable and finished.answer == "The job is still running."
     assert (stopped.model_calls, stopped.ended, stopped.acceptable) == (10, "guard", False)
+    # A scripted model takes no tool_choice: the last call went without the tools.
+    assert (finished.held_back, stopped.held_back) == ("withheld", None)
+    assert finished.as_dict()["held_back"] == "withheld"
 
 
 def test_the_neutral_note_is_said_where_a_reminder_would_be() -> None:

@@ -46,23 +46,26 @@ def test_the_lab_runs_an_openai_compatible_model_over_http(
 
 
 def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # The case the lab is for: the cap or the guard ends every run, never LangGraph's limit.
     script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
     with ProviderServer(script) as server:
         argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
-        argv += ["--conditions", "none,guard,escalate,finish,neutral"]
+        argv += ["--conditions", "none,guard,escalate,finish,neutral", "--output", str(tmp_path)]
         assert main([*argv, "--quiet"]) == 0
         assert {exchange.status for exchange in server.exchanges} == {200}
-        # `finish` sent its last request without tools; this model called all the same.
-        assert sum("tools" not in exchange.body for exchange in server.exchanges) == 1
+        # `finish` sent its last request with the tools, told to call none: this model answered.
+        assert all("tools" in exchange.body for exchange in server.exchanges)
+        assert [e.body.get("tool_choice") for e in server.exchanges].count("none") == 1
+    held = [json.loads(line)["held_back"] for line in (tmp_path / "lab.jsonl").open()]
+    assert held == [None, None, None, "tool_choice_none", None]
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:6]]
     assert [row[:7] for row in rows] == [
         ["poll", "none", "1", "24.0", "24.0", "limit", "1"],
         ["poll", "guard", "1", "24.0", "24.0", "limit", "1"],
         ["poll", "escalate", "1", "10.0", "10.0", "escalated", "1"],
-        ["poll", "finish", "1", "11.0", "11.0", "escalated", "1"],
+        ["poll", "finish", "1", "11.0", "10.0", "escalated", "1"],  # the 11th: its answer
         ["poll", "neutral", "1", "24.0", "24.0", "limit", "1"],
     ]
 
