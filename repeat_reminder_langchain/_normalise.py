@@ -31,47 +31,65 @@ __all__ = ["Normalise", "normalise_result", "normaliser", "with_patterns"]
 Normalise = Callable[[str], str]
 """A normaliser: a result's text, with what varies without meaning set aside."""
 
+_Search = Callable[[str], "re.Match[str] | None"]
+_Sub = Callable[[str, str], str]
+
 _HEX = "[0-9a-fA-F]"
-_ALNUM = "[0-9A-Za-z]"
-# One alternation, compiled once, each form a named group. Scanning with it costs some 100 ns a
-# character, so a text is first searched for what each form must hold, by searches that each
-# start with a literal (the engine skips to it in C): a text with none of them (nearly every
-# result) costs a few ns a character.
-_DASHED = re.compile(r"-(?:[0-9a-fA-F]{4}-|\d\d[T ]\d\d:|[0-9a-f]{16}-)").search  # UUID, date
-_BASIC = re.compile(r"T\d{6}").search  # a timestamp in the basic form
-# An id's label, in the three cases it is written in (a class of first letters is slower).
-_LABELS = tuple(re.compile(rf"{id_}[\"']?\s*[:=]").search for id_ in ("id", "Id", "ID"))
-_DEFAULT = re.compile(
-    "|".join(
-        (
-            rf"(?P<uuid>(?<!{_ALNUM}){_HEX}{{8}}-(?:{_HEX}{{4}}-){{3}}{_HEX}{{12}}(?!{_ALNUM}))",
-            # Date and time, extended or basic form; the zone and fraction optional.
-            r"(?P<timestamp>(?<!\d)\d{4}-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d"
-            r"(?::[0-5]\d(?:[.,]\d+)?)?(?:Z|[+-][0-2]\d:?[0-5]\d)?(?![\d:])"
-            r"|(?<![0-9A-Za-z])\d{8}T\d{6}(?:[.,]\d+)?(?:Z|[+-]\d{4})?(?![0-9A-Za-z]))",
-            # OpenAI's, Anthropic's, Stripe's request ids; W3C trace context.
-            rf"(?P<token>(?<!{_ALNUM})(?:req_{_ALNUM}{{8,}}"
-            r"|00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2})(?![0-9A-Za-z]))",
-            # A value labelled as a request's id, in JSON, a header or a log line: the label kept.
-            r"(?P<label>(?i:(?<![A-Za-z])(?:request|trace|span|correlation)[-_ ]?id)"
-            r"[\"']?\s*[:=]\s*[\"']?)(?P<value>[0-9A-Za-z][0-9A-Za-z._:/+=-]{5,})",
-        )
-    )
+_ALONE = "(?<![0-9A-Za-z])", "(?![0-9A-Za-z])"  # not part of a longer word
+_ID_LABELS = "|".join(
+    f"(?<={word}{between}{{id}})"
+    for word in ("request", "trace", "span", "correlation")
+    for between in ("", "[-_ ]")
 )
-_PLACEHOLDERS = {
-    "uuid": "<uuid>",
-    "timestamp": "<timestamp>",
-    "token": "<request id>",
-    "value": "<request id>",
-}
+
+
+def _form(hook: str, pattern: str, placeholder: str) -> tuple[_Search, _Sub, str]:
+    return re.compile(hook).search, re.compile(pattern).sub, placeholder
+
+
+# Each form: a search for what it must hold, that starts with a literal (the engine skips from
+# one to the next in C: a few ns a character), then the substitution, run only when that finds
+# something. Scanning every text with the forms themselves (one alternation) costs 100 ns a
+# character; a result with none of them, nearly every one, is returned as it came.
+_FORMS = (
+    _form(
+        f"-{_HEX}{{4}}-",
+        f"{_ALONE[0]}{_HEX}{{8}}-(?:{_HEX}{{4}}-){{3}}{_HEX}{{12}}{_ALONE[1]}",
+        "<uuid>",
+    ),
+    # A date and time, extended form: a date alone (a flight's) is what it says.
+    _form(
+        r"-\d\d[T ]\d\d:",
+        r"(?<!\d)\d{4}-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
+        r"(?:Z|[+-][0-2]\d:?[0-5]\d)?(?![\d:])",
+        "<timestamp>",
+    ),
+    _form(  # the basic form
+        r"T\d{6}",
+        rf"{_ALONE[0]}\d{{8}}T\d{{6}}(?:[.,]\d+)?(?:Z|[+-]\d{{4}})?{_ALONE[1]}",
+        "<timestamp>",
+    ),
+    _form("req_", f"{_ALONE[0]}req_[0-9A-Za-z]{{8,}}{_ALONE[1]}", "<request id>"),  # providers'
+    _form(  # W3C trace context
+        "-[0-9a-f]{16}-",
+        f"{_ALONE[0]}00-[0-9a-f]{{32}}-[0-9a-f]{{16}}-[0-9a-f]{{2}}{_ALONE[1]}",
+        "<request id>",
+    ),
+    # A value labelled as a request's id, in JSON, a header or a log line: the label kept. Each
+    # way "id" is written is a search of its own (a class of first letters is slower).
+    *(
+        _form(
+            rf"{id_}(?i:{_ID_LABELS.format(id=id_)})[\"']?\s*[:=]",
+            rf"({id_}(?i:{_ID_LABELS.format(id=id_)})[\"']?\s*[:=]\s*[\"']?)"
+            r"[0-9A-Za-z][0-9A-Za-z._:/+=-]{5,}",
+            r"\1<request id>",
+        )
+        for id_ in ("id", "Id", "ID")
+    ),
+)
 _SET_ASIDE = "<set aside>"  # what a tool's own pattern leaves in place of what it matched
 
 logger = logging.getLogger(LOGGER_NAME)
-
-
-def _placeholder(match: re.Match[str]) -> str:
-    kind = match.lastgroup or ""
-    return (match["label"] if kind == "value" else "") + _PLACEHOLDERS[kind]
 
 
 def normalise_result(text: str) -> str:
@@ -83,16 +101,9 @@ def normalise_result(text: str) -> str:
         >>> normalise_result('{"request_id": "a1b2c3d4e5", "status": 503}')
         '{"request_id": "<request id>", "status": 503}'
     """
-    label, capital, upper = _LABELS
-    if (
-        _DASHED(text)
-        or _BASIC(text)
-        or "req_" in text
-        or label(text)
-        or capital(text)
-        or upper(text)
-    ):
-        return _DEFAULT.sub(_placeholder, text)
+    for hook, sub, placeholder in _FORMS:
+        if hook(text):
+            text = sub(placeholder, text)
     return text
 
 
