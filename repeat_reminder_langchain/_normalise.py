@@ -87,6 +87,7 @@ _FORMS = (
         for id_ in ("id", "Id", "ID")
     ),
 )
+_SHORTEST = len("req_") + 8  # the shortest text a form matches
 _SET_ASIDE = "<set aside>"  # what a tool's own pattern leaves in place of what it matched
 
 logger = logging.getLogger(LOGGER_NAME)
@@ -101,6 +102,8 @@ def normalise_result(text: str) -> str:
         >>> normalise_result('{"request_id": "a1b2c3d4e5", "status": 503}')
         '{"request_id": "<request id>", "status": 503}'
     """
+    if len(text) < _SHORTEST:
+        return text  # "found", "ok", "[]": too short to hold any form
     for hook, sub, placeholder in _FORMS:
         if hook(text):
             text = sub(placeholder, text)

@@ -31,6 +31,7 @@ from .helpers import c, play
         ("stamp 20261205T023514Z", "stamp <timestamp>"),
         # request ids: a provider's token, W3C trace context, a labelled value
         ("rate limited (req_011CRf6s3xKbD9)", "rate limited (<request id>)"),
+        ("req_12345678", "<request id>"),  # the shortest text a form matches
         (
             "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
             "traceparent: <request id>",
@@ -56,6 +57,7 @@ def test_the_guards_normaliser_sets_each_form_aside(text: str, compared: str) ->
         "[... 4,210 chars, sha1 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b]",
         "version 1.2.3-rc1, 10:30 meeting, user_id: 42",  # a time alone; a short id
         "request_id: abc",  # too short to be generated
+        "req_1234567",  # shorter than any form
         "preq_abcdefghij and 1123e4567-e89b-12d3-a456-426614174000",  # inside a word
     ],
 )
