@@ -33,6 +33,7 @@ Normalise = Callable[[str], str]
 
 _Search = Callable[[str], "re.Match[str] | None"]
 _Sub = Callable[[str, str], str]
+_Form = tuple[_Search, _Sub, str]  # a form's own search, its substitution, its placeholder
 
 _HEX = "[0-9a-fA-F]"
 _ALONE = "(?<![0-9A-Za-z])", "(?![0-9A-Za-z])"  # not part of a longer word
@@ -43,48 +44,51 @@ _ID_LABELS = "|".join(
 )
 
 
-def _form(hook: str, pattern: str, placeholder: str) -> tuple[_Search, _Sub, str]:
-    return re.compile(hook).search, re.compile(pattern).sub, placeholder
+def _forms(hook: str, *forms: tuple[str, str, str]) -> tuple[_Search, tuple[_Form, ...]]:
+    """A search for what the forms must hold; each form's own, its substitution and placeholder."""
+    return re.compile(hook).search, tuple(
+        (re.compile(own).search, re.compile(pattern).sub, said) for own, pattern, said in forms
+    )
 
 
-# Each form: a search for what it must hold, that starts with a literal (the engine skips from
-# one to the next in C: a few ns a character), then the substitution, run only when that finds
-# something. Scanning every text with the forms themselves (one alternation) costs 100 ns a
-# character; a result with none of them, nearly every one, is returned as it came.
+_UUID = f"{_ALONE[0]}{_HEX}{{8}}-(?:{_HEX}{{4}}-){{3}}{_HEX}{{12}}{_ALONE[1]}"
+# A date and time, extended form: a date alone (a flight's) is what it says.
+_TIMESTAMP = (
+    r"(?<!\d)\d{4}-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
+    r"(?:Z|[+-][0-2]\d:?[0-5]\d)?(?![\d:])"
+)
+_TRACEPARENT = f"{_ALONE[0]}00-[0-9a-f]{{32}}-[0-9a-f]{{16}}-[0-9a-f]{{2}}{_ALONE[1]}"  # W3C's
+
+# Each group: a search for what its forms must hold, that starts with a literal (the engine
+# skips from one to the next in C: a few ns a character), then each form's substitution, run
+# only when that finds something. Scanning every text with the forms themselves (one
+# alternation) costs 100 ns a character; a result with none of them, nearly every one, is
+# returned as it came.
 _FORMS = (
-    _form(
-        f"-{_HEX}{{4}}-",
-        f"{_ALONE[0]}{_HEX}{{8}}-(?:{_HEX}{{4}}-){{3}}{_HEX}{{12}}{_ALONE[1]}",
-        "<uuid>",
+    _forms(  # what a UUID, a timestamp and a trace context hold: a dash, two hex digits, ...
+        r"-[0-9a-fA-F]{2}(?:[0-9a-fA-F]{2}-|[T ]\d\d:|[0-9a-f]{14}-)",
+        (f"-{_HEX}{{4}}-", _UUID, "<uuid>"),
+        (r"-\d\d[T ]\d\d:", _TIMESTAMP, "<timestamp>"),
+        ("-[0-9a-f]{16}-", _TRACEPARENT, "<request id>"),
     ),
-    # A date and time, extended form: a date alone (a flight's) is what it says.
-    _form(
-        r"-\d\d[T ]\d\d:",
-        r"(?<!\d)\d{4}-[01]\d-[0-3]\d[T ][0-2]\d:[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
-        r"(?:Z|[+-][0-2]\d:?[0-5]\d)?(?![\d:])",
-        "<timestamp>",
-    ),
-    _form(  # the basic form
+    _forms(  # a timestamp in the basic form
         r"T\d{6}",
-        rf"{_ALONE[0]}\d{{8}}T\d{{6}}(?:[.,]\d+)?(?:Z|[+-]\d{{4}})?{_ALONE[1]}",
-        "<timestamp>",
+        (
+            r"T\d{6}",
+            rf"{_ALONE[0]}\d{{8}}T\d{{6}}(?:[.,]\d+)?(?:Z|[+-]\d{{4}})?{_ALONE[1]}",
+            "<timestamp>",
+        ),
     ),
-    _form("req_", f"{_ALONE[0]}req_[0-9A-Za-z]{{8,}}{_ALONE[1]}", "<request id>"),  # providers'
-    _form(  # W3C trace context
-        "-[0-9a-f]{16}-",
-        f"{_ALONE[0]}00-[0-9a-f]{{32}}-[0-9a-f]{{16}}-[0-9a-f]{{2}}{_ALONE[1]}",
-        "<request id>",
-    ),
+    _forms("req_", ("req_", f"{_ALONE[0]}req_[0-9A-Za-z]{{8,}}{_ALONE[1]}", "<request id>")),
     # A value labelled as a request's id, in JSON, a header or a log line: the label kept. Each
     # way "id" is written is a search of its own (a class of first letters is slower).
     *(
-        _form(
-            rf"{id_}(?i:{_ID_LABELS.format(id=id_)})[\"']?\s*[:=]",
-            rf"({id_}(?i:{_ID_LABELS.format(id=id_)})[\"']?\s*[:=]\s*[\"']?)"
-            r"[0-9A-Za-z][0-9A-Za-z._:/+=-]{5,}",
-            r"\1<request id>",
+        _forms(
+            label,
+            (label, rf"({label}\s*[\"']?)[0-9A-Za-z][0-9A-Za-z._:/+=-]{{5,}}", r"\1<request id>"),
         )
         for id_ in ("id", "Id", "ID")
+        for label in (rf"{id_}(?i:{_ID_LABELS.format(id=id_)})[\"']?\s*[:=]",)
     ),
 )
 _SHORTEST = len("req_") + 8  # the shortest text a form matches
@@ -104,9 +108,11 @@ def normalise_result(text: str) -> str:
     """
     if len(text) < _SHORTEST:
         return text  # "found", "ok", "[]": too short to hold any form
-    for hook, sub, placeholder in _FORMS:
+    for hook, forms in _FORMS:
         if hook(text):
-            text = sub(placeholder, text)
+            for own, sub, placeholder in forms:
+                if own(text):
+                    text = sub(placeholder, text)
     return text
 
 
