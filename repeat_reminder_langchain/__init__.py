@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ._canonical import canonicalize
 from ._config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
 from ._escalation import RepeatToolLoopError
+from ._normalise import normalise_result
 from ._reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ __all__ = [
     "__version__",
     "canonicalize",
     "from_guard",
+    "normalise_result",
     "prepare_messages",
     "stop_reason",
 ]

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 __all__ = [
     "check_paths",
     "check_patterns",
+    "check_regexes",
     "check_repeat_every",
     "check_thresholds",
     "compile_patterns",
@@ -71,6 +72,17 @@ def check_patterns(value: Any, what: str) -> tuple[str, ...]:
         if not isinstance(item, str) or not item:
             raise ValueError(f"every pattern must be a non-empty string, got {item!r}")
     return tuple(value)
+
+
+def check_regexes(value: Any) -> tuple[str, ...]:
+    """Validate a list of regular expressions, each compiled to be sure it is one."""
+    patterns = check_patterns(value, "regular-expression")
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+    return patterns
 
 
 def check_paths(value: Any) -> tuple[str, ...]:

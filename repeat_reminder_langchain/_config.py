@@ -34,6 +34,7 @@ from ._checks import (
 )
 from ._detectors import DETECTORS
 from ._exits import ExitBehavior
+from ._normalise import Normalise, normaliser, with_patterns
 from ._policy import Rules, ToolPolicy, compile_paths
 from ._reminder import sample_words, warn, word_fields
 from ._settings_file import read_settings, settings_text
@@ -41,6 +42,8 @@ from ._settings_file import read_settings, settings_text
 __all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config", "short_forms"]
 
 _UNKNOWN = object()
+# What a function given as `normalise_results` is tried on when the configuration is built.
+_SAMPLE_RESULT = "job 7: pending (request_id=a1b2c3d4e5, checked 2026-12-05T02:35:14Z)"
 
 
 def short_forms() -> dict[str, str]:
@@ -87,6 +90,7 @@ class ReminderFields(TypedDict, total=False):
     exit_behavior: ExitBehavior
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]]
     log_arguments: bool
+    normalise_results: bool | Callable[[str], str]
 
 
 class _FrozenMapping(Mapping[str, Any]):
@@ -202,6 +206,14 @@ class ReminderConfig(BaseModel):
             log line, and the message of `RepeatToolLoopError`, carry the tool, the count, the
             detector, the limit and the digest, never the arguments, which may hold secrets.
             The events, `RepeatToolLoopError.arguments` and the reminders quote them always.
+        normalise_results: What a tool result's text is compared as, wherever results are
+            compared (`stale`, `same_error`, `recurring_error`, `cycle`, `same_output`,
+            `progress="result"`): True (the default), with UUIDs, ISO 8601 timestamps and
+            request ids set aside (`normalise_result`), so that a status read again a minute
+            later is the same result; False, as it is; or a function of the text that returns
+            the text to compare, in place of the guard's. A tool's own patterns
+            (`normalise_results` in its policy) are set aside after it. What a reminder quotes
+            is the result as it came.
 
     A tool can declare its own policy in its metadata (the configuration guide, "Tools that
     bring their own policy"); a field set here explicitly wins over it, a field left at its
@@ -272,10 +284,16 @@ class ReminderConfig(BaseModel):
     log_arguments: bool = Field(
         False, description="whether the log lines quote the call's arguments beside their digest"
     )
+    normalise_results: bool | Callable[[str], str] = Field(
+        True,
+        description="compare results with UUIDs, timestamps and request ids set aside (False: "
+        "as they are; or a function of the text)",
+    )
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
     _ignore: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = PrivateAttr(default=())
+    _normalise: Normalise | None = PrivateAttr(default=None)
 
     def __init__(self, **fields: Any) -> None:
         check_field_names(fields)
@@ -450,6 +468,26 @@ class ReminderConfig(BaseModel):
             raise ValueError(f"must be True or False, got {value!r}")
         return value
 
+    @field_validator("normalise_results", mode="before")
+    @classmethod
+    def _check_normalise(cls, value: Any) -> bool | Callable[[str], str]:
+        if isinstance(value, bool):
+            return value
+        if not callable(value):
+            raise ValueError(f"must be True, False or a function of a result's text, got {value!r}")
+        # Tried once here, so that a function that cannot work fails where it is given.
+        try:
+            said = value(_SAMPLE_RESULT)
+        except Exception as error:
+            raise ValueError(f"the function failed on a sample result: {error!r}") from None
+        if not isinstance(said, str):
+            raise ValueError(f"the function must return text, got {said!r}")
+        return value  # type: ignore[no-any-return]
+
+    @field_serializer("normalise_results")
+    def _dump_normalise(self, value: bool | Callable[[str], str]) -> bool | str:
+        return value if isinstance(value, bool) else _named(value)
+
     @field_validator("escalate_after", mode="before")
     @classmethod
     def _check_escalate_after(cls, value: Any) -> int | None:
@@ -510,6 +548,7 @@ class ReminderConfig(BaseModel):
             for pattern, paths in self.ignore_arguments.items()
             if (compiled := compile_patterns([pattern])) is not None
         )
+        self._normalise = normaliser(self.normalise_results)
 
     # A configuration is a value: equal when its fields, and which were set explicitly (they
     # decide precedence over tools' own policies), are equal; the compiled patterns play no part.
@@ -580,6 +619,10 @@ class ReminderConfig(BaseModel):
             raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
         if any(callable(w) for said in self.words.values() for w in said.values()):
             raise ConfigError("words: a function cannot be written to a file, only format strings")
+        if callable(self.normalise_results):
+            raise ConfigError(
+                "normalise_results: a function cannot be written to a file, only True or False"
+            )
         fields = self.model_dump(mode="json", include=set(self.model_fields_set))
         ordered = {name: fields[name] for name in type(self).model_fields if name in fields}
         try:
@@ -599,7 +642,8 @@ class ReminderConfig(BaseModel):
         matching the tool wins; then `include`, when given, decides alone; then the tool's own
         `exclude`. For thresholds, `repeat_every` and `progress`, a field set explicitly here
         wins over the tool's own; the tool's own wins over a field left at its default (and
-        over `progress="auto"`). Argument patterns from both apply.
+        over `progress="auto"`). Argument patterns from both apply, and so do the normaliser
+        and the tool's result patterns (compiled here: once per tool, as a counter asks).
         """
         if self._exclude is not None and self._exclude.fullmatch(tool) is not None:
             return None
@@ -613,6 +657,7 @@ class ReminderConfig(BaseModel):
         repeat_every = self.repeat_every
         progress = self.progress
         ignored = [path for rule, paths in self._ignore if rule.fullmatch(tool) for path in paths]
+        normalise = self._normalise
         if policy is not None:
             if policy.thresholds is not None and "thresholds" not in explicit:
                 thresholds = policy.thresholds
@@ -621,11 +666,12 @@ class ReminderConfig(BaseModel):
             if policy.progress is not None and ("progress" not in explicit or progress == "auto"):
                 progress = policy.progress
             ignored += policy.ignore_arguments
+            normalise = with_patterns(normalise, policy.normalise_results)
         if progress == "auto":
             result_aware = policy is not None and policy.read_only is True and not policy.idempotent
         else:
             result_aware = progress == "result"
-        return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored))
+        return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored), normalise)
 
 
 def _valid(cls: type[ReminderConfig], fields: Mapping[str, Any]) -> bool:

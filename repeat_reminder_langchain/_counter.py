@@ -23,6 +23,7 @@ from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
 from ._detectors import DETECTORS, Detector, Seen
 from ._exits import END, EXITS
+from ._normalise import Normalise
 from ._policy import Levels, Rules, ToolPolicy
 from ._reminder import Escalation, Reminder, preview
 
@@ -239,9 +240,21 @@ class Count(NamedTuple):
     followups: Sequence[bool] = ()
 
 
-def _result_digest(result: object) -> str:
-    return digest(result if isinstance(result, str) else canonicalize(result))
+def _read(result: object, normalise: Normalise | None) -> tuple[str, str, str]:
+    """A result's text, that text as compared (normalised), and the result's fingerprint.
 
+    The fingerprint is of the content string, or else of the canonical content, normalised:
+    a result without anything to set aside keeps the fingerprint it always had.
+    """
+    text = result_text(result)
+    compared = text if normalise is None else normalise(text)
+    if not isinstance(result, list):  # its text is the string, or the canonical content
+        return text, compared, digest(compared)
+    whole = canonicalize(result)  # the blocks whole: an image is not set aside with them
+    return text, compared, digest(whole if normalise is None else normalise(whole))
+
+
+_UNREAD = ("", "", "")  # a result not read: unknown, or read by nothing in use
 
 Observer = Callable[[CallTrace], object]
 _InUse = tuple[tuple[Detector, "Levels | None", Any], ...]  # each detector in use, with its memory
@@ -429,7 +442,7 @@ class LoopCounter:
             same = name == tool and new_key == key
             if reminded:
                 followups = [*followups, not same]
-            same, result, outcome = self._progress(rules, call, same, result)
+            same, result, read = self._progress(rules, call, same, result)
             run = run + 1 if same else 1
             tool, key = name, new_key
             if longest is None or run > longest[1]:
@@ -439,7 +452,7 @@ class LoopCounter:
             # limit may call for something: most calls under the defaults need nothing more.
             may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
             if may_draw or observe is not None:
-                found, failed = self._detect(in_use, call, new_key, run, outcome, arguments)
+                found, failed = self._detect(in_use, call, new_key, run, read, arguments)
                 if unanswered and may_draw:
                     # A refused call sent again after the model read its refusal: the streak
                     # the turn started with was at the limit, and every call since went on.
@@ -488,20 +501,23 @@ class LoopCounter:
             for detector, levels, _ in self._in_use
         )
 
-    def _progress(self, rules: Rules, call: Call, same: bool, result: str) -> tuple[bool, str, str]:
-        """Whether the call still repeats, the result kept, and the result's fingerprint.
+    def _progress(
+        self, rules: Rules, call: Call, same: bool, result: str
+    ) -> tuple[bool, str, tuple[str, str, str]]:
+        """Whether the call still repeats, the result kept, and the call's result as read.
 
-        For a tool whose results are progress (`result_aware`), the same call with a new
-        result starts a new run.
+        The result is read (`_read`) where a detector in use reads results, or results are
+        progress (`result_aware`): then the same call with a new result starts a new run.
         """
-        outcome = ""
+        read = _UNREAD
         if call.result is not None and (rules.result_aware or self._reads):
-            outcome = _result_digest(call.result)
+            read = _read(call.result, rules.normalise)
         if not rules.result_aware:
-            return same, "", outcome
+            return same, "", read
+        outcome = read[2]
         if same and result and outcome and outcome != result:
             same = False  # a new result of the same call is progress
-        return same, outcome, outcome
+        return same, outcome, read
 
     def predict(
         self,
@@ -523,14 +539,22 @@ class LoopCounter:
     # -- the detectors ------------------------------------------------------------------------
 
     def _detect(  # noqa: PLR0917 - one call's facts, as the loop has them
-        self, in_use: _InUse, call: Call, key: str, run: int, outcome: str, arguments: str
+        self,
+        in_use: _InUse,
+        call: Call,
+        key: str,
+        run: int,
+        read: tuple[str, str, str],
+        arguments: str,
     ) -> tuple[_Found, bool]:
         """What each detector in use counted for a call, by precedence; and whether it failed."""
         result = call.result
-        text = "" if result is None or not self._reads else result_text(result)
+        text, compared, outcome = read if self._reads else _UNREAD
         failure = self._failure
         failed = call.failed or (failure is not None and failure.search(text) is not None)
-        seen = _make(Seen, (call.tool, key, run, result, failed, text, outcome, arguments))
+        seen = _make(
+            Seen, (call.tool, key, run, result, failed, text, outcome, arguments, compared)
+        )
         found = []
         for detector, levels, memory in in_use:
             if result is None and detector.reads != "calls":

@@ -1,4 +1,4 @@
-"""Tool policies: what a tool says about itself, and the rules one tool's calls are counted by.
+r"""Tool policies: what a tool says about itself, and the rules one tool's calls are counted by.
 
 A tool may declare its own policy in its metadata, under `"repeat_reminder"`:
 
@@ -6,6 +6,7 @@ A tool may declare its own policy in its metadata, under `"repeat_reminder"`:
     {"thresholds": [5, 10], "repeat_every": 5} # its own thresholds
     {"progress": "result"}                     # a new result is progress, not a repeat
     {"ignore_arguments": ["request_id"]}       # arguments that vary without meaning
+    {"normalise_results": ["took \\d+ ms"]}    # what varies in its results, set aside
 
 MCP annotations (`readOnlyHint`, `idempotentHint`) are read too: from an `"annotations"`
 mapping or object, or else from the top level of the metadata (see `ReminderConfig.progress`).
@@ -23,11 +24,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ._checks import (
     check_paths,
+    check_regexes,
     check_repeat_every,
     check_thresholds,
     compile_patterns,
     validation_problems,
 )
+from ._normalise import Normalise, normalise_result
 from ._reminder import LOGGER_NAME, Level
 
 __all__ = ["POLICY_KEY", "Levels", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
@@ -50,6 +53,9 @@ class ToolPolicy(BaseModel):
         repeat_every: Its own `repeat_every`.
         progress: `"result"` when a new result of the same call is progress.
         ignore_arguments: Argument patterns (dotted paths) left out of its calls' keys.
+        normalise_results: Regular expressions for what varies in its results without meaning:
+            each match is set aside before a result is compared, after the configuration's
+            normaliser.
         read_only: The MCP annotation `readOnlyHint`.
         idempotent: The MCP annotation `idempotentHint`.
     """
@@ -61,6 +67,7 @@ class ToolPolicy(BaseModel):
     repeat_every: int | None = None
     progress: Literal["none", "result"] | None = None
     ignore_arguments: tuple[str, ...] = ()
+    normalise_results: tuple[str, ...] = ()
     read_only: bool | None = None
     idempotent: bool | None = None
 
@@ -78,6 +85,11 @@ class ToolPolicy(BaseModel):
     @classmethod
     def _check_ignore(cls, value: Any) -> tuple[str, ...]:
         return check_paths(value)
+
+    @field_validator("normalise_results", mode="before")
+    @classmethod
+    def _check_normalise(cls, value: Any) -> tuple[str, ...]:
+        return check_regexes(value)
 
 
 def _hints(metadata: Mapping[str, Any]) -> dict[str, bool]:
@@ -216,6 +228,7 @@ class Rules:
         repeat_every: After the last threshold, a detailed reminder every this many repeats.
         result_aware: Whether the same call with a new result starts a new run.
         ignore: Argument paths left out of the key, each a tuple of segment patterns.
+        normalise: What a result's text is compared as (`_normalise`); None: as it is.
         levels: The reminder each run length draws (derived from the two first).
     """
 
@@ -223,6 +236,7 @@ class Rules:
     repeat_every: int | None = None
     result_aware: bool = False
     ignore: tuple[tuple[re.Pattern[str], ...], ...] = ()
+    normalise: Normalise | None = normalise_result
     levels: Levels = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

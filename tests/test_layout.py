@@ -33,6 +33,7 @@ ROOMS = {
         "_settings_file",
         "_counter",
         "_install",
+        "_normalise",
         "_canonical",
         "_config",
         "_detectors",

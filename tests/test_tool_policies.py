@@ -120,6 +120,18 @@ def test_read_only_tools_count_results_under_auto(policed: Make) -> None:
     assert reminders(new_results.invoke(ask())) == []
 
 
+def test_a_tool_sets_aside_what_varies_in_its_results(policed: Make) -> None:
+    def timed() -> list[str]:
+        return [f"running (took {ms} ms)" for ms in (12, 9, 15)]
+
+    own = {"repeat_reminder": {"normalise_results": [r"took \d+ ms"]}}
+    declared = policed(scripted(checks(3)), [poller(own, timed())], progress="result")
+    silent = policed(scripted(checks(3)), [poller({}, timed())], progress="result")
+
+    assert reminders(declared.invoke(ask())) == [("gentle", "check_status", 3)]
+    assert reminders(silent.invoke(ask())) == []  # each timing passes for progress
+
+
 def test_a_bad_tool_policy_is_logged_once_and_ignored(
     policed: Make, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -40,9 +40,11 @@ class Seen(NamedTuple):
         result: The call's result; None when unknown.
         failed: Whether the call failed: its result was marked as an error, or its text
             matches `error_pattern`.
-        text: The result's text ("" when unknown).
-        outcome: The fingerprint of the result ("" when unknown).
+        text: The result's text ("" when unknown), as it came: what a reminder quotes.
+        outcome: The fingerprint of the result as compared ("" when unknown).
         arguments: The call's canonical arguments, whole.
+        compared: The result's text as compared: normalised (`ReminderConfig.normalise_results`),
+            so that a timestamp or a request id does not make it new.
     """
 
     tool: str
@@ -53,6 +55,7 @@ class Seen(NamedTuple):
     text: str = ""
     outcome: str = ""
     arguments: str = ""
+    compared: str = ""
 
 
 class Words(NamedTuple):

@@ -103,7 +103,7 @@ class RecurringError(Detector):
         cause = self._cause(memory, seen) if self.by_cause else 0
         if not seen.failed:
             return None  # it succeeded: what it failed with before is forgotten
-        error = digest(seen.text)[:16]
+        error = digest(seen.compared)[:16]
         failures = before[1] + 1 if before is not None and before[0] == error else 1
         memory.calls[call] = [error, failures]
         while len(memory.calls) > CALLS:
@@ -123,7 +123,7 @@ class RecurringError(Detector):
             memory.last = ""
             return 0
         sent = set(_numbers(_parsed(seen.arguments)))
-        cause = digest(_NUMBER.sub(lambda m: "#" if float(m[0]) in sent else m[0], seen.text))
+        cause = digest(_NUMBER.sub(lambda m: "#" if float(m[0]) in sent else m[0], seen.compared))
         key = tool + cause[:8]
         before = memory.calls.pop(key, None)
         # Right after the same failure, another variation is `same_error`'s; counted here is

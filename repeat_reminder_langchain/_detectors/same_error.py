@@ -73,7 +73,7 @@ class SameError(Detector):
             memory.tool, memory.error, memory.failures, memory.variants = "", "", 0, []
             memory.spoke = False
             return None
-        error, short = digest(seen.text), seen.key[:8]
+        error, short = digest(seen.compared), seen.key[:8]
         news = memory.spoke and short not in memory.variants
         memory.spoke = False
         if seen.tool == memory.tool and error == memory.error and not news:

@@ -311,6 +311,8 @@ _NOT_OFFERED: dict[str, str] = {
     "(--stale-thresholds, ...); its other settings are --config's",
     "words": "format strings by detector and level: --config's",
     "log_arguments": "the commands print no log lines",
+    "normalise_results": "a function of a result's text: --config's file turns the guard's off "
+    "(normalise_results = false)",
 }
 """The fields the command line has no option for, and why (a test holds every other field to
 an option)."""

@@ -18,7 +18,7 @@ RECURRING = ReminderConfig(
 
 def seen(key: str = "k", text: str = "Error: card declined", tool: str = "book") -> Seen:
     # Failed as the counter judges it under `error_pattern="^Error"`.
-    return Seen(tool, key, 1, text, text.startswith("Error"), text)
+    return Seen(tool, key, 1, text, text.startswith("Error"), text, compared=text)
 
 
 # -- the detector on its own ----------------------------------------------------------------------
@@ -155,15 +155,19 @@ def test_arguments_that_are_not_json_set_nothing_aside() -> None:
     detector = RecurringError(RecurringError.settings(by="cause"))
     memory = detector.start({})
     text = "Error: total price is 1002, but paid 957"
-    between = Seen("other", "j", 1, "ok", False, "ok")
-    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 1
+    between = Seen("other", "j", 1, "ok", False, "ok", compared="ok")
+    assert (
+        detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957", text)) == 1
+    )
     assert detector.see(memory, between) is None
-    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957")) == 2
+    assert (
+        detector.see(memory, Seen("book", "k", 1, text, True, text, "", "not json 957", text)) == 2
+    )
     # Lists, nested objects, strings that are numbers are walked; a flag is no number.
-    sent = Seen("book", "m", 1, text, True, text, "", '{"amounts": [957, true]}')
+    sent = Seen("book", "m", 1, text, True, text, "", '{"amounts": [957, true]}', text)
     assert detector.see(memory, sent) == 1  # "paid 957" set aside: another cause than above
     assert detector.see(memory, between) is None
-    again = Seen("book", "n", 1, text, True, text, "", '{"x": {"paid": "957"}}')
+    again = Seen("book", "n", 1, text, True, text, "", '{"x": {"paid": "957"}}', text)
     assert detector.see(memory, again) == 2
 
 
@@ -171,9 +175,9 @@ def test_a_cause_forgotten_starts_over_even_right_after_itself() -> None:
     detector = RecurringError(RecurringError.settings(by="cause"))
     memory = detector.start({})
     text = "Error: sold out"
-    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "{}")) == 1
+    assert detector.see(memory, Seen("book", "k", 1, text, True, text, "", "{}", text)) == 1
     memory.calls.clear()  # forgotten (the least recent go first), though seen last
-    assert detector.see(memory, Seen("book", "j", 1, text, True, text, "", "{}")) == 1
+    assert detector.see(memory, Seen("book", "j", 1, text, True, text, "", "{}", text)) == 1
     kept = detector.keep(memory)
     assert kept is not None and all(entry[1] > 0 for entry in kept["calls"].values())
 

@@ -17,7 +17,7 @@ ERRORS = ReminderConfig(detect=["same_error"], same_error_thresholds=[3], error_
 
 def failed(key: str = "k", text: str = "Error: no", *, marked: bool = False) -> Seen:
     # Failed as the counter judges it under `error_pattern="^Error"`, or marked as an error.
-    return Seen("probe", key, 1, text, marked or text.startswith("Error"), text)
+    return Seen("probe", key, 1, text, marked or text.startswith("Error"), text, compared=text)
 
 
 # -- the detector on its own ----------------------------------------------------------------------

@@ -79,6 +79,29 @@ def test_stale_reminds_when_a_call_keeps_returning_the_same_result(guarded: Make
     assert "returned exactly the same result 3 times" in texts(messages)[0]
 
 
+def test_a_stale_loop_whose_results_differ_only_by_a_timestamp_and_a_uuid_is_seen(
+    guarded: Make,
+) -> None:
+    def agent(**fields: Any) -> Guarded:
+        polls = itertools.count()
+
+        @tool
+        def job_status(job_id: str) -> str:
+            """Check a job."""
+            n = next(polls)
+            uuid = f"{n:08x}-0000-4000-8000-{0:012x}"
+            return f"job {job_id}: pending (at 2026-12-05T02:{n:02d}:00Z, {uuid})"
+
+        script = []
+        for n in range(3):
+            script += [turn(call("job_status", {"job_id": "7"})), turn(call("other", {"q": n}))]
+        return guarded(scripted(script[:-1]), tools=[job_status, other], detect=["stale"], **fields)
+
+    # Compared byte for byte (as before the normaliser), each poll is news.
+    assert tags(agent().invoke(ask())) == [("stale", "gentle", "job_status", 3)]
+    assert tags(agent(normalise_results=False).invoke(ask())) == []
+
+
 def test_stale_is_off_by_default(guarded: Make) -> None:
     assert tags(guarded(scripted(_interleaved(4))).invoke(ask())) == []
 

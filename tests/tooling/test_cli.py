@@ -203,6 +203,7 @@ def test_every_guard_option_reaches_the_config(
         "exit_behavior": "block",
         "words": {},
         "log_arguments": False,
+        "normalise_results": True,
     }
 
 
