@@ -186,8 +186,9 @@ class ReminderConfig(BaseModel):
             the limit is the one refused (a refused call counts).
         exit_behavior: How the guard stops a loop: `"end"` the run with a final message;
             `"finish"`: ask the model for its answer with what it has, in one more call
-            without its tools (the middleware withholds them; a model that calls a tool all
-            the same is ended as `"end"` ends a run); raise `RepeatToolLoopError` (`"error"`);
+            with no tool to call (the middleware tells it `tool_choice` none, or withholds the
+            tools; a model that calls a tool all the same is ended as `"end"` ends a run);
+            raise `RepeatToolLoopError` (`"error"`);
             `interrupt()` for a human (`"interrupt"`); or, with the middleware only, `"block"`
             the repeated call: it gets an error result and the model decides; a model that
             reads the refusal and sends the same call again in a later turn is ended as

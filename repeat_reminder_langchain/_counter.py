@@ -107,8 +107,8 @@ class Record(TypedDict, total=False):
             them as user turns. (A note of where each one is would grow with the thread, and
             go wrong when the conversation is rewritten; the search runs in C, a small share
             of what the model's client spends on the same messages.)
-        finishing: The detector whose loop the model was asked to end with its answer, its
-            tools withheld (`exit_behavior="finish"`), until the user speaks again.
+        finishing: The detector whose loop the model was asked to end with its answer, with
+            no tool to call (`exit_behavior="finish"`), until the user speaks again.
     """
 
     turn: str
@@ -397,8 +397,8 @@ class LoopCounter:
         )
         asked = record.get("finishing")
         if asked and found.escalation is None and turn.calls and not turn.spoke_after:
-            # Asked for its answer, its tools withheld, the model called a tool all the same
-            # (a provider that ignored that, or a face that cannot withhold them): it ends.
+            # Asked for its answer with no tool to call, the model called one all the same (a
+            # provider that ignored that, or a face that cannot hold them back): it ends.
             stopped = self._called_anyway(
                 turn.calls[0],
                 asked,
