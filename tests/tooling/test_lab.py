@@ -579,18 +579,19 @@ def test_an_interrupted_lab_prints_the_table_of_the_runs_done_and_keeps_their_li
     assert capsys.readouterr() == ("", "interrupted\n")
 
 
+class Interrupted(io.StringIO):
+    """Standard error, where Ctrl-C lands just after the first run's line is written."""
+
+    def write(self, text: str) -> int:
+        super().write(text)
+        if text.startswith("[1/2] "):
+            raise KeyboardInterrupt
+        return len(text)
+
+
 def test_ctrl_c_as_a_runs_line_is_written_still_prints_the_table(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class Interrupted(io.StringIO):
-        """Standard error, where Ctrl-C lands just after the first run's line is written."""
-
-        def write(self, text: str) -> int:
-            super().write(text)
-            if text.startswith("[1/2] "):
-                raise KeyboardInterrupt
-            return len(text)
-
     monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
     monkeypatch.setattr(sys, "stderr", Interrupted())
     assert main([arg for arg in TWO_RUNS if arg != "--quiet"]) == 130
@@ -605,13 +606,6 @@ def test_the_program_leaves_at_once_after_ctrl_c(
 ) -> None:
     # A worker thread that Ctrl-C left unlisted would hold the interpreter's exit forever
     # (tests/tooling/test_lab_http.py's held lab hung so): the program exits without waiting.
-    class Interrupted(io.StringIO):
-        def write(self, text: str) -> int:
-            super().write(text)
-            if text.startswith("[1/2] "):
-                raise KeyboardInterrupt
-            return len(text)
-
     class Left(Exception):
         pass
 
