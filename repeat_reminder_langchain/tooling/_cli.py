@@ -1073,7 +1073,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             with warnings.catch_warnings():  # Python's own form, restored after
-                warnings.showwarning = _one_line
+                warnings.showwarning = _one_line(set())
                 code = _run(argv)
         except KeyboardInterrupt:  # Ctrl-C: what was done is printed (the lab's table)
             print("interrupted", file=sys.stderr)
@@ -1086,20 +1086,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _one_line(  # noqa: PLR0917 - warnings.showwarning's signature, called so
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: IO[str] | None = None,
-    line: str | None = None,
-) -> None:
-    """A warning raised in the command, said as its errors are: one line on standard error.
+def _one_line(said: set[str]) -> Callable[..., None]:
+    """How the command says a warning raised in it: as its errors, one line on standard error.
 
     Not Python's form, which names the command's own line (`sys.exit(main())`) as where it
-    comes from: its kind says whose it is (`RepeatToolReminderWarning: ...`, the guard's).
+    comes from: its kind says whose it is (`RepeatToolReminderWarning: ...`, the guard's). Each
+    line once per run of the command: Python says a warning once per place it is raised from,
+    and again whenever the filters change (a library may change them as it runs: on this
+    project's lowest versions a model's warning came once per model call).
     """
-    print(f"warning: {category.__name__}: {' '.join(str(message).split())}", file=sys.stderr)
+
+    def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        line = f"warning: {category.__name__}: {' '.join(str(message).split())}"
+        if line not in said:
+            said.add(line)
+            print(line, file=sys.stderr)
+
+    return show
 
 
 def run() -> NoReturn:

@@ -344,9 +344,10 @@ def test_a_settings_file_is_never_left_unread(
 def test_a_warning_in_the_lab_is_one_line_naming_its_source(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    class Warned(Stubborn):  # as a provider's package may warn, once per process
+    class Warned(Stubborn):  # as a provider's package may warn, from more than one place
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
             warnings.warn("temperature is ignored\n  by this model", UserWarning, stacklevel=1)
+            warnings.warn("temperature is ignored by this model", UserWarning, stacklevel=1)
             return super()._generate(messages, *args, **kwargs)
 
     monkeypatch.setattr(cli, "_lab_model", lambda args: Warned(tire=2))
