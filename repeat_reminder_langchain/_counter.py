@@ -320,6 +320,11 @@ class LoopCounter:
             detector.name for detector in detectors if not detector.options.remind
         )
 
+    def failed(self, marked: bool, text: str) -> bool:
+        """Whether a call failed: its result marked as an error, or its text `error_pattern`'s."""
+        failure = self._failure
+        return marked or (failure is not None and failure.search(text) is not None)
+
     def rules(self, tool: str, policy: ToolPolicy | None = None) -> Rules | None:
         """`ReminderConfig.rules`, resolved once per tool and policy."""
         known = self._rules.get(tool)
@@ -550,8 +555,7 @@ class LoopCounter:
         """What each detector in use counted for a call, by precedence; and whether it failed."""
         result = call.result
         text, compared, outcome = read if self._reads else _UNREAD
-        failure = self._failure
-        failed = call.failed or (failure is not None and failure.search(text) is not None)
+        failed = self.failed(call.failed, text)
         seen = _make(
             Seen, (call.tool, key, run, result, failed, text, outcome, arguments, compared)
         )

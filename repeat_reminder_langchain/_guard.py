@@ -382,7 +382,9 @@ class Guard:
 
     def _final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
         """The final message of a run the guard ends: its words, and what the tools returned."""
-        return escalation_message(escalation, self.words, handover(history, self.config))
+        return escalation_message(
+            escalation, self.words, handover(history, self.config, self.counter.failed)
+        )
 
     def _ask(
         self, record: Record, escalation: Escalation, history: Sequence[BaseMessage]

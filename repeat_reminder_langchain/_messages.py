@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -95,11 +94,15 @@ def escalation_message(
 HANDED_OVER, RESULT_CHARS = 6, 300
 
 
-def handover(messages: Sequence[BaseMessage], config: ReminderConfig) -> str:
+def handover(
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig,
+    failed: Callable[[bool, str], bool],
+) -> str:
     """What the tools returned since the user last spoke, for the user of a run the guard ended.
 
     The latest result of each distinct call (its tool and canonical arguments), in the order
-    the calls were last made, failures last (`status="error"`, or `error_pattern`); at most
+    the calls were last made, failures last (as the guard's counter judges them: `failed`); at most
     `HANDED_OVER` calls, each result cut to `RESULT_CHARS`. The arguments are named as the log
     lines name them: by digest, or by preview with `log_arguments`. Empty: no call answered.
     """
@@ -116,18 +119,17 @@ def handover(messages: Sequence[BaseMessage], config: ReminderConfig) -> str:
                     latest.setdefault((call["name"], canonicalize(call["args"])), result)
         elif is_user_message(message):
             break
-    failure = None if config.error_pattern is None else re.compile(config.error_pattern)
     said: list[tuple[bool, str]] = []
     for (tool, arguments), result in reversed(list(latest.items())[:HANDED_OVER]):
         text = result_text(result.content)
-        failed = result.status == "error" or bool(failure and failure.search(text))
+        failing = failed(result.status == "error", text)
         named = (
             preview(arguments, config.arguments_preview_chars)
             if config.log_arguments
             else digest(arguments)
         )
         cut = preview(" ".join(text.split()), RESULT_CHARS)
-        said.append((failed, f"- `{tool}` ({named}){' failed' if failed else ''}: {cut}"))
+        said.append((failing, f"- `{tool}` ({named}){' failed' if failing else ''}: {cut}"))
     if not said:
         return ""
     said.sort(key=lambda line: line[0])  # failures last; in call order each (a stable sort)

@@ -23,7 +23,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import Field
 
@@ -186,6 +186,22 @@ def agent_graph(
         builder.add_edge("tools", "repeat_reminder")
         builder.add_edge("repeat_reminder", "agent")
     return builder.compile(checkpointer=checkpointer)
+
+
+def routed_graph(node: RepeatToolReminderNode, agent: Any, tools: Sequence[Any], state: Any) -> Any:
+    """The own graph of the detectors guide, for a node that may end the run: model → tools
+    (a call made after the request for the answer refused) → node, whose route goes on or ends."""
+    builder = StateGraph(state)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode(tools, wrap_tool_call=node.wrap_tool_call))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
+    )
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    return builder.compile()
 
 
 def ask(text: str = "go") -> dict[str, list[BaseMessage]]:

@@ -13,8 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.graph import MessagesState
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import Field
@@ -47,6 +46,7 @@ from .helpers import (
     call,
     kept_record,
     reminders,
+    routed_graph,
     scripted,
     turn,
     wiring_warnings,
@@ -327,17 +327,8 @@ def _node_agent(face: str, model: Any, tools: list[Any], *, bind: bool = False) 
             chosen = model if node.withholds_tools(state) else model.bind_tools(tools)
         return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
 
-    builder = StateGraph(RepeatToolReminderState if face == "state" else MessagesState)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode(tools, wrap_tool_call=node.wrap_tool_call))
-    builder.add_node("repeat_reminder", node)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges(
-        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
-    )
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
-    return builder.compile(), {"callbacks": [handler] if handler else []}
+    state = RepeatToolReminderState if face == "state" else MessagesState
+    return routed_graph(node, agent, tools, state), {"callbacks": [handler] if handler else []}
 
 
 @pytest.mark.parametrize("face", ["handler", "state"])

@@ -23,6 +23,7 @@ from repeat_reminder_langchain import (
     stop_reason,
 )
 from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
@@ -253,6 +254,12 @@ def _called(name: str, args: dict[str, Any], result: str, n: int, **fields: Any)
     ]
 
 
+def _handed(run: list[Any], **fields: Any) -> str:
+    """What a guard of `fields` hands over: failures judged as its counter judges them."""
+    config = ReminderConfig(**fields)
+    return handover(run, config, LoopCounter(config).failed)
+
+
 def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> None:
     stopped = Escalation("probe", 4, "repeat", "{}", "end", limit=4)
     run = [
@@ -267,7 +274,7 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
         *_called("grep", {"p": "y"}, "nothing", 6, status="error"),
     ]
     run.append(blocked_result(stopped, "c5"))  # the guard's refusal is no tool's result
-    handed = handover(run, ReminderConfig(error_pattern="^Error", log_arguments=True))
+    handed = _handed(run, error_pattern="^Error", log_arguments=True)
     assert handed.splitlines() == [
         "What the tools returned, the latest of each call:",
         # In the order the calls were last made; failures last; whitespace as one space.
@@ -280,16 +287,16 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
     ]
     # By default the arguments are named as the log lines name them: by digest.
     named = digest('{"q":"a"}')
-    assert f"- `other` ({named}): second answer" in handover(run, ReminderConfig())
+    assert f"- `other` ({named}): second answer" in _handed(run)
     # The final message says which loop it stopped, then hands over.
     final = escalation_message(stopped, handed=handed)
     assert str(final.content) == f"{stopped.text}\n\n{handed}"
-    assert handover([HumanMessage("hi"), AIMessage("hello")], ReminderConfig()) == ""
+    assert _handed([HumanMessage("hi"), AIMessage("hello")]) == ""
 
 
 def test_the_handover_keeps_the_latest_calls_within_its_cap() -> None:
     run: list[Any] = []  # a history with no user message in it is read whole
     for n in range(9):
         run += _called("read", {"page": n}, f"page {n}", n)
-    lines = handover(run, ReminderConfig(log_arguments=True)).splitlines()[1:]
+    lines = _handed(run, log_arguments=True).splitlines()[1:]
     assert lines == [f'- `read` ({{"page":{n}}}): page {n}' for n in range(3, 9)]

@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import ConfigurableField, RunnableLambda
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import BaseModel
 
@@ -44,7 +44,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain._messages import no_tool_choice
 from repeat_reminder_langchain._reminder import is_reminder
 
-from .helpers import ask, assert_adjacent, probe, reminders
+from .helpers import ask, assert_adjacent, probe, reminders, routed_graph
 from .provider_server import ProviderServer, Script
 
 SAME = {"q": "same"}
@@ -482,19 +482,10 @@ def test_the_nodes_bind_tools_keeps_them_told_to_call_none(
         chosen = node.bind_tools(model, [probe], state)
         return {"messages": [chosen.invoke(prepare_messages(state["messages"], model))]}
 
-    builder = StateGraph(RepeatToolReminderState if handler is None else MessagesState)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode([probe], wrap_tool_call=node.wrap_tool_call))
-    builder.add_node("repeat_reminder", node)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges(
-        "agent", tools_condition, {"tools": "tools", END: "repeat_reminder"}
-    )
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_conditional_edges("repeat_reminder", node.route, {"continue": "agent", "end": END})
+    state = RepeatToolReminderState if handler is None else MessagesState
     config = {"callbacks": [handler] if handler else []}
 
-    messages = builder.compile().invoke(prompted(), config)["messages"]
+    messages = routed_graph(node, agent, [probe], state).invoke(prompted(), config)["messages"]
 
     assert server.rejected() == []
     bodies = server.bodies(api)
