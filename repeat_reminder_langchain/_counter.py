@@ -107,8 +107,10 @@ class Record(TypedDict, total=False):
             them as user turns. (A note of where each one is would grow with the thread, and
             go wrong when the conversation is rewritten; the search runs in C, a small share
             of what the model's client spends on the same messages.)
-        finishing: The detector whose loop the model was asked to end with its answer, with
-            no tool to call (`exit_behavior="finish"`), until the user speaks again.
+        finishing: The loop the model was asked to end with its answer, with no tool to
+            call (`exit_behavior="finish"`), until the user speaks again: its escalation's tag
+            (`Escalation.from_tag`), so that a call made all the same is refused, and the run
+            ended, in the name of that loop.
     """
 
     turn: str
@@ -119,7 +121,7 @@ class Record(TypedDict, total=False):
     reminded: bool
     detectors: dict[str, dict[str, Any]]
     system: bool
-    finishing: str
+    finishing: dict[str, Any]
 
 
 class RecordError(ValueError):
@@ -155,6 +157,9 @@ def read_record(data: object) -> Record:
             raise RecordError(f"stored {name} must be a {kind.__name__}, got {value!r}")
     if data.get("count", 0) < 0:
         raise RecordError(f"stored counts must be whole numbers from zero, got {data!r}")
+    asked = data.get("finishing")
+    if asked is not None and Escalation.from_tag(asked) is None:
+        raise RecordError(f"stored finishing must be an escalation's tag, got {asked!r}")
     for name, kept in data.get("detectors", {}).items():
         detector = DETECTORS.get(name)
         if detector is not None:  # one it does not know (a newer version's) is left as is
@@ -401,12 +406,13 @@ class LoopCounter:
             observe=observe,
         )
         asked = record.get("finishing")
-        if asked and found.escalation is None and turn.calls and not turn.spoke_after:
+        loop = Escalation.from_tag(asked) if asked else None
+        if loop and found.escalation is None and turn.calls and not turn.spoke_after:
             # Asked for its answer with no tool to call, the model called one all the same (a
             # provider that ignored that, or a face that cannot hold them back): it ends.
             stopped = self._called_anyway(
                 turn.calls[0],
-                asked,
+                loop,
                 found.record["count"],  # type: ignore[index]
                 policies,
             )
@@ -636,28 +642,20 @@ class LoopCounter:
     def _called_anyway(
         self,
         call: Call,
-        detector: str,
-        count: int,
+        asked: Escalation,
+        streak: int,
         policies: Mapping[str, ToolPolicy] | None,
     ) -> Escalation:
         """The end of a run whose model called a tool after it was asked for its answer.
 
-        Its arguments are keyed as the tool's rules key them, so that its digest is the one
-        its loop's reminders and request for the answer carried.
+        It names the loop the model was asked to end, not the call: by the count that call
+        took the loop to when it is the loop's call again (its arguments keyed as the tool's
+        rules key them), by the count it was asked at when it is another call.
         """
         rules = self.rules(call.tool, policies.get(call.tool) if policies else None)
         keyed = rules.keyed(call.args) if rules is not None and rules.ignore else call.args
-        arguments = canonicalize(keyed)
-        return Escalation(
-            call.tool,
-            count,
-            detector,
-            self._cut(arguments),
-            END.name,
-            digest(arguments),
-            0,
-            self._limit or 0,
-        )
+        again = call.tool == asked.tool and digest(canonicalize(keyed)) == asked.digest
+        return replace(asked, count=streak if again else asked.count, behavior=END.name)
 
 
 def _levels(settings: object) -> Levels | None:

@@ -273,11 +273,7 @@ class RepeatToolReminderNode:
                 0,
             )
             asked = asked_to_answer(messages, end)
-            if asked is None:
-                return None
-            tool = str(request.tool_call.get("name") or "")
-            count, detector = int(asked["count"]), str(asked["detector"])
-            return Escalation(tool, count, detector, "", self._guard.exit.name)
+            return None if asked is None else Escalation.from_tag(asked)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None

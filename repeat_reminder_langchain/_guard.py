@@ -365,7 +365,7 @@ class Guard:
             # The model's next call is its last, with no tool to call where the face owns the
             # call (the middleware), and a model that calls all the same is ended.
             messages = [finish_message(escalation, kind, self.words)]
-            record = {**record, "finishing": escalation.detector}
+            record = {**record, "finishing": dict(escalation.tag())}
         elif can_end:
             messages, end = [self._final(escalation, history)], True
         else:  # nothing ends the run: it is not said to have been

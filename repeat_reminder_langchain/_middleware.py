@@ -458,16 +458,12 @@ class RepeatToolReminderMiddleware(
             state = request.state
             record = self._store.read(state)
             call_id = request.tool_call.get("id") or ""
-            asked = record.get("finishing")
+            asked = Escalation.from_tag(record.get("finishing") or {})
             if asked:
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored tool_choice none, or the withheld tools): the call does not run, and
-                # the run then ends.
-                tool = str(request.tool_call.get("name") or "")
-                withheld = Escalation(
-                    tool, record.get("count", 0), asked, "", self._guard.exit.name
-                )
-                return blocked_result(withheld, call_id)
+                # the run then ends. The refusal names the loop it was asked to end.
+                return blocked_result(asked, call_id)
             if not self._blocks:
                 return None
             messages = state.get("messages", ())

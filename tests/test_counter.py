@@ -18,6 +18,7 @@ from repeat_reminder_langchain._counter import (
     read_record,
 )
 from repeat_reminder_langchain._policy import ToolPolicy
+from repeat_reminder_langchain._reminder import Escalation
 from repeat_reminder_langchain._stats import Stats
 
 from .helpers import CONFIG, c, count, play
@@ -281,6 +282,7 @@ BAD_FIELDS: dict[str, Any] = {
     "reminded": "yes",
     "detectors": ["stale"],
     "system": 1,
+    "finishing": "repeat",  # what a development build stored: the detector alone
 }
 
 
@@ -303,6 +305,7 @@ _GOOD: dict[str, Any] = {
     "reminded": True,
     "detectors": {},
     "system": False,
+    "finishing": dict(Escalation("probe", 4, "repeat", "{}", "finish").tag()),
 }
 
 
@@ -318,6 +321,7 @@ _GOOD: dict[str, Any] = {
         ({"detectors": {"same_error": {"failures": -2}}}, "same_error memory is not valid"),
         ({"detectors": {"same_error": {"variants": ["a", 1]}}}, "variants.1: Input should be a"),
         ({"detectors": {"same_error": {"tool": 3}}}, "tool: Input should be a valid string, got 3"),
+        ({"finishing": {"level": "escalated"}}, "stored finishing must be an escalation's tag"),
     ],
 )
 def test_a_stored_count_or_memory_that_the_guard_did_not_write_is_rejected(

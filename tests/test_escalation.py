@@ -241,6 +241,7 @@ class Finisher(LoopModel):
     """
 
     deaf: bool = False
+    then: dict[str, Any] | None = None  # deaf, with these arguments: another call than the loop's
     given: list[Any] = Field(default_factory=list)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
@@ -249,6 +250,9 @@ class Finisher(LoopModel):
     def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> ChatResult:
         self.given.append(kwargs.get("tools"))
         asked = from_guard(messages[-1]) and (tag_of(messages[-1]) or {})["level"] == "escalated"
+        if asked and self.then is not None:
+            reply = turn(call("probe", self.then, f"call_{len(messages)}"))
+            return ChatResult(generations=[ChatGeneration(message=reply)])
         if asked and not self.deaf:
             reply = AIMessage("probe keeps saying the same: here is what I have.")
             return ChatResult(generations=[ChatGeneration(message=reply)])
@@ -296,6 +300,25 @@ def test_finish_ends_a_model_that_calls_a_tool_all_the_same(
         "repeat tool loop stopped (end)",
     ]
     assert "the model is asked for its answer (finish)" in caplog.records[0].getMessage()
+
+
+def test_a_different_call_after_the_request_ends_the_run_in_the_name_of_the_loop(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Asked for its answer, the model makes another call than the loop's: the run ends, and its
+    # final words, tag and log line name the loop it was asked to end, not that call.
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        agent = guarded(Finisher(then={"q": "new"}), **FINISH)
+        messages = agent.invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    asked = tag_of(messages[-4]) or {}
+    assert (asked["level"], asked["count"]) == ("escalated", 4)
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 4, asked["digest"])
+    assert "the same call with the same arguments 4 times" in str(messages[-1].content)
+    assert "probe × 4" in caplog.records[-1].getMessage()
 
 
 def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
@@ -375,6 +398,30 @@ def test_on_the_node_faces_a_call_made_all_the_same_is_refused_not_run(face: str
     assert from_guard(refused) and "you were asked for your answer" in str(refused.content)
     assert (tag_of(refused) or {})["count"] == 4  # the count the request named
     assert (ended(messages) or {})["count"] == 5
+
+
+@pytest.mark.parametrize("face", ["middleware", "handler", "state"])
+def test_a_different_call_after_the_request_is_refused_in_the_name_of_the_loop(
+    face: str,
+) -> None:
+    model, (probe, ran) = Finisher(then={"q": "new"}), _counted_probe()
+    if face == "middleware":
+        messages = build(face, model, tools=[probe], **FINISH).invoke(ask("loop 50"))
+    else:
+        graph, config = _node_agent(face, model, [probe])
+        messages = graph.invoke(ask("loop 50"), config)["messages"]
+
+    assert_adjacent(messages)
+    assert ran == ["same"] * 4  # the other call was not run either
+    refused, asked = messages[-2], tag_of(messages[-4]) or {}
+    assert isinstance(refused, ToolMessage) and refused.status == "error"
+    assert "since `probe` was looping" in str(refused.content)
+    refusal = tag_of(refused) or {}
+    assert (refusal["count"], refusal["digest"]) == (4, asked["digest"])
+    assert ((ended(messages) or {})["count"], (ended(messages) or {})["digest"]) == (
+        4,
+        asked["digest"],
+    )
 
 
 def _run_through(node: Any, state: Any) -> str:

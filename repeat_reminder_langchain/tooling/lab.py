@@ -36,7 +36,7 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelCallLimitMiddleware, ModelRequest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -75,6 +75,10 @@ class Task:
             them would judge (each task's check is a function of this module, tested on a
             table of answers it takes and refuses).
         about: One line: what makes a model loop here.
+        did: What the tools' results must show as well, where the words alone cannot tell
+            (an order paid once, not charged ten times); None: the words tell.
+
+    Words that repeat the guard's own are no answer, on every task (`_echoes`).
     """
 
     name: str
@@ -82,6 +86,7 @@ class Task:
     tools: tuple[BaseTool, ...]
     accept: Callable[[str], bool]
     about: str
+    did: Callable[[Sequence[str]], bool] | None = None
 
 
 @dataclass
@@ -281,6 +286,11 @@ def _paid(answer: str) -> bool:
     return done and "mastercard" in text and not refused
 
 
+def _paid_once(results: Sequence[str]) -> bool:
+    """The tools paid the order once: a second payment is a second charge."""
+    return sum(" paid with " in result for result in results) == 1
+
+
 def _forecast_given(answer: str) -> bool:
     """Tomorrow's forecast as the tool gives it: light rain, 14 °C."""
     text = answer.lower()
@@ -331,6 +341,7 @@ TASKS: dict[str, Task] = {
             (_pay,),
             _paid,
             "a declined card, and a second one on file",
+            _paid_once,
         ),
         Task(
             "forecast",
@@ -457,6 +468,13 @@ def run_task(
     ended = "guard" if stopped or from_guard(last) else "limit" if _capped(last) else "answer"
     longest, broke = _longest(messages, stopped)
     answer = last.text if isinstance(last, AIMessage) and ended == "answer" else ""
+    results = [m.text for m in messages if isinstance(m, ToolMessage) and not from_guard(m)]
+    acceptable = (
+        bool(answer)
+        and task.accept(answer)
+        and (task.did is None or task.did(results))
+        and not _echoes(answer, messages)
+    )
     return LabRun(
         task.name,
         condition,
@@ -464,7 +482,7 @@ def run_task(
         count.calls,
         longest,
         broke,
-        bool(answer) and task.accept(answer),
+        acceptable,
         ended,
         count.tokens,
         seconds,
@@ -517,6 +535,24 @@ def _longest(messages: Sequence[BaseMessage], stopped: bool = False) -> tuple[in
         if stopped:
             return longest, "escalated"
     return longest, said
+
+
+def _echoes(answer: str, messages: Sequence[BaseMessage]) -> bool:
+    """Whether `answer` repeats the guard's own words.
+
+    That is five words in a row that the guard said and that neither the user nor a tool said
+    (what the guard quotes of them is theirs to repeat).
+    """
+    said = [m for m in messages if not isinstance(m, AIMessage)]
+    guard = _runs(" ".join(m.text for m in said if from_guard(m)))
+    theirs = _runs(" ".join(m.text for m in said if not from_guard(m)))
+    return not _runs(answer).isdisjoint(guard - theirs)
+
+
+def _runs(text: str, length: int = 5) -> set[tuple[str, ...]]:
+    """Every run of `length` words in `text`, lowercased, punctuation aside."""
+    words = re.findall(r"\w+(?:['.-]\w+)*", text.lower())
+    return {tuple(words[i : i + length]) for i in range(len(words) - length + 1)}
 
 
 def _settings(config: ReminderConfig) -> dict[str, Any]:

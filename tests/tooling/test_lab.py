@@ -35,7 +35,7 @@ from repeat_reminder_langchain.tooling.lab import (
     run_task,
 )
 
-from ..helpers import assert_adjacent, usage_error
+from ..helpers import assert_adjacent, call, scripted, turn, usage_error
 
 POLL = TASKS["poll"]
 
@@ -220,6 +220,37 @@ def test_each_task_judges_an_answer_as_a_person_would(
     task: str, answer: str, acceptable: bool
 ) -> None:
     assert TASKS[task].accept(answer) is acceptable
+
+
+def test_an_order_paid_is_acceptable_only_when_the_tools_paid_it_once() -> None:
+    # Seen on a live model: the mastercard charged ten times, then "order A-17 paid".
+    def run(*cards: str) -> Any:
+        calls = [
+            turn(call("pay", {"order": "A-17", "card": card}, f"c{i}"))
+            for i, card in enumerate(cards)
+        ]
+        return run_task(
+            scripted([*calls, AIMessage("Order A-17 is paid with the mastercard.")]),
+            TASKS["payment"],
+            "none",
+        )
+
+    once, twice = run("visa", "mastercard"), run("visa", "mastercard", "mastercard")
+    assert once.acceptable and once.answer == twice.answer
+    assert not twice.acceptable
+    assert not run("visa").acceptable  # a claim no result bears out
+
+
+def test_an_answer_that_repeats_the_guards_words_is_not_acceptable() -> None:
+    # Seen on a live model: the gentle reminder's "the task is not finished" said back, which
+    # the poll's check alone takes as "the job has not finished".
+    echo = "The task is not finished yet."
+    assert POLL.accept(echo)
+    echoed = run_task(Stubborn(heeds=("escalated",), answer=echo), POLL, "finish")
+    assert (echoed.ended, echoed.answer, echoed.acceptable) == ("answer", echo, False)
+    # The user's and the tools' words, which the guard may quote, are the model's to repeat.
+    own = "The status says: nightly-build-7: running (started 3 minutes ago)."
+    assert run_task(Stubborn(heeds=("escalated",), answer=own), POLL, "finish").acceptable
 
 
 def test_every_task_is_judged_on_its_answers() -> None:
