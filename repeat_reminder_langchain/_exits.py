@@ -21,8 +21,9 @@ class Exit(NamedTuple):
     Attributes:
         name: Its `exit_behavior`.
         done: What the log line says it did.
-        words: Its final message (a format string of the `Escalation`'s fields): the end of
-            the run, or, for `finish`, the request for the model's answer.
+        words: Its final message (a format string of the `Escalation`'s fields and what the
+            conversation says of the loop, `Recap`): the end of the run, or, for `finish`,
+            the request for the model's answer.
         ends: A loop it stops may end the run with that message (on the node faces, through
             the node's route).
         asks_answer: The model is asked for its answer, in one more call with no tool to call
@@ -62,9 +63,10 @@ EXITS: dict[str, Exit] = {
         Exit(
             "finish",
             "repeat tool loop: the model is asked for its answer (finish)",
-            "You have been looping on `{tool}` ({what} {count} times), and another call will "
-            "not tell you anything new. This is your last turn: answer the user now with what "
-            "you have found, and say plainly what is still unknown.",
+            # What an answer needs, not a description of the loop, which a small model says
+            # back: measured on live models (the lab guide's table).
+            "Reply to the user with the latest result of `{tool}`, as it is, and what is still "
+            'unknown: "{result}"',
             ends=True,
             asks_answer=True,
             refusal=(

@@ -31,7 +31,7 @@ from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, re
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import EXITS
-from ._messages import escalation_message, finish_message, handover, reminder_message
+from ._messages import escalation_message, finish_message, handover, recap, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._reminder import LOGGER_NAME, Escalation, Words, warn
@@ -364,7 +364,8 @@ class Guard:
         elif escalation.exit.asks_answer:
             # The model's next call is its last, with no tool to call where the face owns the
             # call (the middleware), and a model that calls all the same is ended.
-            messages = [finish_message(escalation, kind, self.words)]
+            seen = recap(history, escalation.tool)
+            messages = [finish_message(escalation, kind, self.words, seen)]
             record = {**record, "finishing": dict(escalation.tag())}
         elif can_end:
             messages, end = [self._final(escalation, history)], True
@@ -383,7 +384,10 @@ class Guard:
     def _final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
         """The final message of a run the guard ends: its words, and what the tools returned."""
         return escalation_message(
-            escalation, self.words, handover(history, self.config, self.counter.failed)
+            escalation,
+            self.words,
+            handover(history, self.config, self.counter.failed),
+            recap(history, escalation.tool),
         )
 
     def _ask(

@@ -24,6 +24,7 @@ from ._conversation import is_user_message
 from ._reminder import (
     SOURCE,
     Escalation,
+    Recap,
     Reminder,
     ReminderTag,
     Words,
@@ -44,7 +45,9 @@ __all__ = [
     "keeps_system_messages",
     "no_tool_choice",
     "prepare_messages",
+    "recap",
     "reminder_message",
+    "shown_once",
     "stop_reason",
 ]
 
@@ -75,23 +78,53 @@ def reminder_message(
 
 
 def escalation_message(
-    escalation: Escalation, words: Words | None = None, handed: str = ""
+    escalation: Escalation,
+    words: Words | None = None,
+    handed: str = "",
+    seen: Recap | None = None,
 ) -> AIMessage:
     """The final message of a run the guard ended: tagged like a reminder, no tool calls.
 
     The guard's words say which loop was stopped, and `handed` (`handover`) follows them: what
     the run's tools returned, for a user who reads the run's last message and nothing else.
-    The user's own `final` words are said as they are, alone.
+    The user's own `final` words are said as they are (quoting `seen`, `recap`), alone.
     """
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
-    text = escalation.text if words is None else words.say(escalation)
-    if handed and text == escalation.text:
+    own = escalation.say(seen=seen)
+    text = own if words is None else words.say(escalation, seen)
+    if handed and text == own:
         text = f"{text}\n\n{handed}"
     return AIMessage(text, name=SOURCE, id=_new_id(), additional_kwargs=tags)
 
 
 # What the final message hands over: at most this many calls, each result cut to this.
 HANDED_OVER, RESULT_CHARS = 6, 300
+
+
+def recap(messages: Sequence[BaseMessage], tool: str) -> Recap:
+    """What the user asked, and the latest result of `tool` since, each cut to `RESULT_CHARS`.
+
+    What the words that ask a looping model for its answer quote: what an answer needs, where
+    a description of the loop is what a small model says back.
+    """
+    results: dict[str, ToolMessage] = {}
+    result = ""
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage) and not from_guard(message):
+            results.setdefault(message.tool_call_id, message)
+        elif isinstance(message, AIMessage) and not result:
+            for call in reversed(message.tool_calls):
+                if call["name"] == tool and (call["id"] or "") in results:
+                    result = _cut(result_text(results[call["id"] or ""].content))
+                    break
+        elif is_user_message(message):
+            return Recap(_cut(result_text(message.content)), result)
+    return Recap("", result)
+
+
+def _cut(text: str) -> str:
+    """`text` as one line (whitespace as one space), cut to `RESULT_CHARS`."""
+    return preview(" ".join(text.split()), RESULT_CHARS)
 
 
 def handover(
@@ -128,8 +161,7 @@ def handover(
             if config.log_arguments
             else digest(arguments)
         )
-        cut = preview(" ".join(text.split()), RESULT_CHARS)
-        said.append((failing, f"- `{tool}` ({named}){' failed' if failing else ''}: {cut}"))
+        said.append((failing, f"- `{tool}` ({named}){' failed' if failing else ''}: {_cut(text)}"))
     if not said:
         return ""
     said.sort(key=lambda line: line[0])  # failures last; in call order each (a stable sort)
@@ -142,12 +174,14 @@ def finish_message(
     escalation: Escalation,
     message_type: Literal["system", "human"] = "system",
     words: Words | None = None,
+    seen: Recap | None = None,
 ) -> SystemMessage | HumanMessage:
     """The guard's last words to a looping model (`exit_behavior="finish"`): answer now.
 
-    Sent as a reminder is, and tagged as the escalation it is (`level: "escalated"`).
+    Its own words quote `seen` (`recap`). Sent as a reminder is, and tagged as the escalation
+    it is (`level: "escalated"`).
     """
-    text = escalation.text if words is None else words.say(escalation)
+    text = escalation.say(seen=seen) if words is None else words.say(escalation, seen)
     return _told(text, escalation.tag(), message_type)
 
 
@@ -225,6 +259,55 @@ def prepare_messages(messages: Sequence[BaseMessage], model: object) -> list[Bas
             prepared = prepared or list(listed)
             prepared[index] = as_user_turn(listed[index])
     return listed if prepared is None else prepared
+
+
+def shown_once(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The conversation as the model's last call sees it: the loop it was asked to end, once.
+
+    Asked for its answer (`exit_behavior="finish"`, the request the last message), the model is
+    shown its loop as one call and its latest result, the repeated calls, their results and
+    the reminders between them left out; the rest as it is. A small model given ten identical
+    results answers about the repetition, or repeats the reminders' words. Only that request's
+    messages: the conversation stored is unchanged. `messages` itself when the last message is
+    no such request, or the loop is not found since the user last spoke.
+
+    The middleware's request alone: a node face's handler counts what the model is sent.
+    """
+    tag = tag_of(messages[-1]) if messages else None
+    if tag is None or tag.get("behavior") != "finish":  # a run's end is `end`'s
+        return messages
+    tool, start, shown = tag.get("tool"), len(messages) - 1, None
+    while start > 0 and not is_user_message(messages[start - 1]):
+        start -= 1
+        message = messages[start]
+        if shown is None and isinstance(message, AIMessage) and message.tool_calls:
+            latest = message.tool_calls[-1]
+            shown = (latest["name"], latest["args"]) if latest["name"] == tool else shown
+    if shown is None:
+        return messages
+    kept: list[BaseMessage] = []
+    looped: set[str] = set()
+    first: list[str] = []  # the first looping turn's calls: each gets the latest result
+    at, result = 0, None
+    for message in messages[start:-1]:
+        if (
+            isinstance(message, AIMessage)
+            and message.tool_calls
+            and all((c["name"], c["args"]) == shown for c in message.tool_calls)
+        ):
+            looped.update(c["id"] or "" for c in message.tool_calls)
+            if not first:
+                first = [c["id"] or "" for c in message.tool_calls]
+                kept.append(message)  # whole: a provider's own blocks may name each call
+                at = len(kept)
+        elif isinstance(message, ToolMessage) and message.tool_call_id in looped:
+            result = message  # the latest
+        elif isinstance(message, ToolMessage) or not from_guard(message):
+            kept.append(message)  # a refusal stays: it answers its call
+    if result is None:
+        return messages
+    kept[at:at] = [result.model_copy(update={"tool_call_id": i}) for i in first]
+    return [*messages[:start], *kept, messages[-1]]
 
 
 def _positions(items: list[type], wanted: Sequence[type]) -> Iterator[int]:

@@ -17,7 +17,7 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -28,7 +28,7 @@ from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
-from ._messages import blocked_result, no_tool_choice, prepare_messages
+from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
 from ._wiring import Misplaced
@@ -401,18 +401,20 @@ class RepeatToolReminderMiddleware(
     def _for_answer(request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
         """The model's last call, asked for its answer: with no tool to call.
 
-        The tools are sent as before, with the `tool_choice` that tells the model to call none,
-        where it takes one (`no_tool_choice`): the head of the prompt, where the tools sit,
-        stays the prefix a provider has cached. Elsewhere, and beside a `response_format`
-        (LangChain then forces its structured output tool, or sends no choice), they are
-        withheld. A call made all the same is refused (`wrap_tool_call`).
+        Its loop is shown once (`shown_once`). The tools are sent as before, with the
+        `tool_choice` that tells the model to call none, where it takes one (`no_tool_choice`):
+        the head of the prompt, where the tools sit, stays the prefix a provider has cached.
+        Elsewhere, and beside a `response_format` (LangChain then forces its structured output
+        tool, or sends no choice), they are withheld. A call made all the same is refused
+        (`wrap_tool_call`).
         """
         choice = None
         if request.tools and request.response_format is None:
             choice = no_tool_choice(request.model)
+        shown = cast("list[AnyMessage]", shown_once(cast("list[BaseMessage]", request.messages)))
         if choice is None:
-            return request.override(tools=[], tool_choice=None)
-        return request.override(tool_choice=choice)
+            return request.override(messages=shown, tools=[], tool_choice=None)
+        return request.override(messages=shown, tool_choice=choice)
 
     def _tools(self, tools: Sequence[object]) -> Tools:
         """What an agent's tools declare, read once per set of tools.

@@ -10,8 +10,9 @@ import sysconfig
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from ._detectors import DETECTORS
 from ._exits import EXITS, Exit, ExitBehavior
@@ -21,6 +22,7 @@ __all__ = [
     "SOURCE",
     "Escalation",
     "Level",
+    "Recap",
     "Reminder",
     "ReminderTag",
     "RepeatToolReminderWarning",
@@ -249,10 +251,12 @@ class Escalation:
         """The final words (the guard's own): of a run it ended, or asking for the answer."""
         return self.say()
 
-    def say(self, words: WordsOf | None = None) -> str:
+    def say(self, words: WordsOf | None = None, seen: Recap | None = None) -> str:
         """The final words: the user's for this detector, or its own.
 
         They end a run the guard ended, or, with `"finish"`, ask the model for its answer.
+        `seen`: what the conversation says of the loop, for the words' `request` and `result`
+        (said as "" without it).
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
         (a guard uses its own words in their place: `Words`).
@@ -272,6 +276,8 @@ class Escalation:
                 arguments=self.arguments,
                 limit=self.limit,
                 what=DETECTORS[self.detector].words.stopped,
+                request=(seen or _NO_RECAP).request,
+                result=(seen or _NO_RECAP).result,
             )
         )
 
@@ -318,7 +324,22 @@ _ESCALATION_FIELDS = {
     **dict.fromkeys(("count", "position", "limit"), int),
 }
 _REMINDER_FIELDS = ("tool", "count", "level", "detector", "arguments")
-_FINAL_FIELDS = ("tool", "count", "detector", "arguments", "limit", "what")
+_FINAL_FIELDS = ("tool", "count", "detector", "arguments", "limit", "what", "request", "result")
+
+
+class Recap(NamedTuple):
+    """What the conversation says of a loop the guard stops, for its final words to quote.
+
+    Attributes:
+        request: What the user asked (their latest message), cut to a cap.
+        result: The latest result of the looping call, cut to a cap.
+    """
+
+    request: str = ""
+    result: str = ""
+
+
+_NO_RECAP = Recap()
 
 
 def word_fields(detector: str, level: str) -> tuple[str, ...]:
@@ -361,14 +382,20 @@ class Words:
         self._words = words
         self._failed: set[tuple[str, str]] = set()
 
-    def say(self, told: Reminder | Escalation) -> str:
-        """The words of a reminder, or of a run's end: the user's, or the guard's own."""
-        level = "final" if isinstance(told, Escalation) else told.level
+    def say(self, told: Reminder | Escalation, seen: Recap | None = None) -> str:
+        """The words of a reminder, or of a run's end: the user's, or the guard's own.
+
+        `seen`: what a run's end may quote of the conversation (`Escalation.say`).
+        """
+        own: Callable[..., str] = told.say
+        level: str = told.level if isinstance(told, Reminder) else "final"
+        if isinstance(told, Escalation):
+            own = partial(told.say, seen=seen)
         entry = _entry(self._words, told.detector, level)
         if entry is None:
-            return told.text  # no words of the user's for this one
+            return own()  # no words of the user's for this one
         try:
-            return told.say(self._words)
+            return own(self._words)
         except Exception as error:
             if (entry[0], level) not in self._failed:
                 self._failed.add((entry[0], level))
@@ -380,7 +407,7 @@ class Words:
                     type(error).__name__,
                     error,
                 )
-            return told.text
+            return own()
 
 
 def sample_words(detector: str, level: str, words: str) -> str:
@@ -391,6 +418,8 @@ def sample_words(detector: str, level: str, words: str) -> str:
         shown = DETECTORS.values() if detector == "*" else (DETECTORS[detector],)
         details = {name: value for one in shown for name, value in one.says.items()}
         told = Reminder("tool", 3, cast("Level", level), "{}", details=details)
+    if isinstance(told, Escalation):
+        return told.say({"*": {level: words}}, Recap("the request", "the result"))
     return told.say({"*": {level: words}})
 
 

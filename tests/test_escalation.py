@@ -271,7 +271,9 @@ def test_finish_asks_for_the_answer_and_the_answer_ends_the_run(guarded: Make) -
     assert not from_guard(messages[-1])  # the model's own answer ends the run
     asked = messages[-2]
     assert is_reminder(asked) and (tag_of(asked) or {})["level"] == "escalated"
-    assert "This is your last turn" in str(asked.content)  # true on every face
+    # On every face: the loop's latest result, for the answer to give.
+    assert str(asked.content).startswith("Reply to the user with the latest result of `probe`")
+    assert str(asked.content).endswith('unknown: "probed same"')
     assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
 
 

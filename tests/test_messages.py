@@ -28,10 +28,13 @@ from repeat_reminder_langchain._messages import (
     as_user_turn,
     blocked_result,
     escalation_message,
+    finish_message,
     handover,
+    recap,
     reminder_message,
+    shown_once,
 )
-from repeat_reminder_langchain._reminder import is_reminder, wrap
+from repeat_reminder_langchain._reminder import Recap, is_reminder, tag_of, wrap
 
 from .helpers import ScriptedModel, call, scripted, turn
 
@@ -292,6 +295,91 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
     final = escalation_message(stopped, handed=handed)
     assert str(final.content) == f"{stopped.text}\n\n{handed}"
     assert _handed([HumanMessage("hi"), AIMessage("hello")]) == ""
+
+
+def test_the_recap_is_the_users_request_and_the_loops_latest_result() -> None:
+    run = [
+        HumanMessage("old question"),
+        *_called("probe", {"q": "x"}, "from an earlier question", 0),
+        HumanMessage("is   the job\ndone?"),
+        *_called("probe", {"q": "x"}, "running", 1),
+        *_called("other", {"q": "a"}, "elsewhere", 2),
+        *_called("probe", {"q": "x"}, "still running " + "." * 400, 3),
+    ]
+    run.append(blocked_result(Escalation("probe", 4, "repeat", "{}", "block"), "c3"))
+    seen = recap(run, "probe")
+    # The latest result of the loop's tool (not the guard's refusal), one line, cut.
+    assert seen.request == "is the job done?"
+    assert seen.result.startswith("still running ...") and seen.result.endswith("more chars)")
+    assert recap(run, "other") == Recap("is the job done?", "elsewhere")
+    assert recap(run[:4], "other") == Recap("is the job done?", "")  # not called since
+    assert recap(run[1:3], "probe") == Recap("", "from an earlier question")  # no user message
+
+
+def _asked(run: list[Any], tool: str = "probe") -> list[Any]:
+    """`run`, then the guard's request for the model's answer about a loop on `tool`."""
+    stopped = Escalation(tool, 3, "repeat", "{}", "finish", limit=3)
+    return [*run, finish_message(stopped, "human", seen=recap(run, tool))]
+
+
+def test_the_last_call_is_shown_the_loop_once() -> None:
+    reminder = reminder_message(Reminder("probe", 3, "gentle", "{}"), "human")
+    run = [
+        HumanMessage("is the job done?"),
+        *_called("other", {"q": "a"}, "elsewhere", 0),
+        *_called("probe", {"q": "x"}, "running 1", 1),
+        *_called("probe", {"q": "x"}, "running 2", 2),
+        *_called("probe", {"q": "x"}, "running 3", 3),
+        reminder,
+        AIMessage(
+            "", tool_calls=[call("probe", {"q": "x"}, "c4"), call("probe", {"q": "x"}, "c5")]
+        ),
+        ToolMessage("running 4", tool_call_id="c4"),
+        ToolMessage("running 5", tool_call_id="c5"),
+    ]
+    asked = _asked(run)
+    shown = shown_once(asked)
+    # One call, the latest result in its place, the reminder left out; the rest as it is.
+    assert [m.text for m in shown] == [
+        "is the job done?",
+        "",
+        "elsewhere",
+        "",
+        "running 5",
+        asked[-1].text,
+    ]
+    assert shown[3].tool_calls[0]["id"] == shown[4].tool_call_id == "c1"
+    assert shown[-1] is asked[-1] and "running 5" in asked[-1].text
+    assert len(asked) == len(run) + 1  # what is stored is unchanged
+    # A first turn of identical calls keeps each: each gets the latest result.
+    batch = _asked([HumanMessage("go"), *run[10:13], *_called("probe", {"q": "x"}, "last", 6)])
+    assert [(m.type, m.text) for m in shown_once(batch)[1:4]] == [
+        ("ai", ""),
+        ("tool", "last"),
+        ("tool", "last"),
+    ]
+    assert [m.tool_call_id for m in shown_once(batch)[2:4]] == ["c4", "c5"]
+
+
+def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_shown() -> None:
+    run = [
+        HumanMessage("go"),
+        *_called("probe", {"q": "x"}, "r", 1),
+        *_called("probe", {"q": "x"}, "r", 2),
+    ]
+    for messages in (
+        [],
+        run,
+        [*run, reminder_message(Reminder("probe", 3, "gentle", "{}"))],  # no request for the answer
+        [*run, escalation_message(Escalation("probe", 3, "repeat", "{}", "end"))],  # a run's end
+        _asked(run, tool="other"),  # its loop is not since the user spoke
+        _asked([HumanMessage("go"), AIMessage("", tool_calls=[call("probe", {"q": "x"}, "c9")])]),
+    ):
+        assert shown_once(messages) is messages
+    assert tag_of(_asked(run)[-1]) is not None
+    # A history handed in with no user message in it is read whole.
+    assert [m.text for m in shown_once(_asked(run[1:]))][:2] == ["", "r"]
+    assert len(shown_once(_asked(run[1:]))) == 3
 
 
 def test_the_handover_keeps_the_latest_calls_within_its_cap() -> None:

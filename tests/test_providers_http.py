@@ -459,12 +459,27 @@ async def test_finish_keeps_the_tools_and_tells_the_model_to_call_none(
     assert [body.get("tool_choice") for body in bodies] == [None] * 4 + [NO_TOOL[api]]
     assert [head(api, body) for body in bodies] == [head(api, bodies[0])] * 5
     assert [t.get("name") or t["function"]["name"] for t in bodies[-1]["tools"]] == ["probe"]
-    conversation = "input" if api == "responses" else "messages"
-    assert bodies[-1][conversation][: len(bodies[-2][conversation])] == bodies[-2][conversation]
+    # The loop shown once: the request follows the first call and its result (the same as
+    # the latest), so the conversation up to there is the prefix the second request had.
+    first, last = _parts(api, bodies[1]), _parts(api, bodies[-1])
+    assert last[: len(first)] == first and len(last) == len(first) + 1
     messages = state["messages"]
     assert_adjacent(messages)
     assert messages[-1].text == "done" and not messages[-1].tool_calls  # told so, it answered
     assert (stop_reason(messages) or Escalation("", 0, "", "", "")).behavior == "finish"
+
+
+def _parts(api: str, body: dict[str, Any]) -> list[Any]:
+    """A request's conversation, part by part (Messages merges a user turn into the results')."""
+    if api == "responses":
+        return list(body["input"])
+    if api == "chat":
+        return list(body["messages"])
+    return [
+        (m["role"], part)
+        for m in body["messages"]
+        for part in (m["content"] if isinstance(m["content"], list) else [m["content"]])
+    ]
 
 
 @pytest.mark.parametrize("face", ["handler", "state"])

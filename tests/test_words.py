@@ -20,7 +20,7 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain._reminder import Words, word_fields
 
 from .conftest import Guarded
-from .helpers import LoopModel, ask, reminders
+from .helpers import LoopModel, ask, assert_adjacent, reminders
 
 Make = Callable[..., Guarded]
 
@@ -56,6 +56,26 @@ def test_the_users_final_words_end_a_run_on_every_face(guarded: Make) -> None:
     messages = agent.invoke(ask("loop 50"))
 
     assert texts(messages)[-1] == "Ended after 9 calls of probe (repeat, limit 9)."
+
+
+def test_the_users_final_words_may_quote_the_request_and_the_loops_latest_result(
+    guarded: Make,
+) -> None:
+    words = {"*": {"final": 'You asked "{request}"; {tool} said "{result}".'}}
+    for behavior in ("end", "finish"):
+        agent = guarded(
+            LoopModel(), words=words, thresholds=[3], escalate_after=4, exit_behavior=behavior
+        )
+        messages = agent.invoke(ask("loop 50"))
+        said = 'You asked "loop 50"; probe said "probed same".'
+        assert said in [
+            str(m.content).removeprefix("<system-reminder>\n").strip() for m in messages
+        ]
+        assert_adjacent(messages)
+    # Said once when the guard is built, with a value in each: words of a result alone are fine.
+    assert ReminderConfig(words={"*": {"final": "{result}"}}).words
+    with pytest.raises(ConfigError, match=r"cannot be said \(the words are empty\)"):
+        ReminderConfig(words={"*": {"final": "{result:.0}"}})
 
 
 def test_words_left_unset_are_the_detectors_own() -> None:
@@ -109,6 +129,7 @@ def test_the_fields_words_may_name_are_the_ones_a_reminder_has() -> None:
     final = " ".join(f"{{{name}}}" for name in word_fields("*", "final"))
     stopped = Escalation("ls", 9, "repeat", "{}", "end", limit=9)
     assert stopped.say({"*": {"final": final}}).startswith("ls 9 repeat {} 9 the same call")
+    assert stopped.say({"*": {"final": final}}).endswith("arguments  ")  # no request, no result
 
 
 def test_a_configuration_with_words_is_a_value() -> None:
