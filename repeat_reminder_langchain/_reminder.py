@@ -248,7 +248,10 @@ class Escalation:
 
     @property
     def text(self) -> str:
-        """The final words (the guard's own): of a run it ended, or asking for the answer."""
+        """The final words (the guard's own): of a run it ended, or asking for the answer.
+
+        Without what the conversation says of the loop (`say(seen=...)` quotes it).
+        """
         return self.say()
 
     def say(self, words: WordsOf | None = None, seen: Recap | None = None) -> str:
