@@ -76,8 +76,8 @@ or constant), an error_pattern (how results that are errors start), not_user (a 
 notice that starts alike in many conversations); then, with them, the flags each detector
 would raise at thresholds 2, 3 and 4. It prints them as Python and as options;
 --write-config FILE writes them for --config and ReminderConfig.from_file.
---write-config never writes over a file that is there: it says so and stops, before reading;
---overwrite replaces it.
+--write-config and --html never write over a file that is there: they say so and stop, before
+reading; --overwrite replaces it.
 
 Exit codes: 0 done; 1 --fail-on was met; 2 bad input or options (one line on stderr);
 130 interrupted (Ctrl-C)."""
@@ -463,7 +463,9 @@ def _parser() -> argparse.ArgumentParser:
         "ReminderConfig.from_file read; an existing file is refused",
     )
     audit.add_argument(
-        "--overwrite", action="store_true", help="replace the file --write-config names"
+        "--overwrite",
+        action="store_true",
+        help="replace the file --write-config or --html names",
     )
     audit.add_argument(
         "--fail-on",
@@ -872,17 +874,19 @@ _PROVIDERS = ("langchain_openai", "langchain_anthropic")
 """The packages of the providers extra."""
 
 
-def _check_write_config(args: argparse.Namespace) -> None:
-    """Refuse to write the settings over a file (unless --overwrite says to), before reading."""
-    if args.write_config is None:
-        if args.overwrite:
-            raise _UsageError("--overwrite goes with --write-config FILE", "audit")
-    elif os.path.exists(args.write_config) and not args.overwrite:
-        raise _UsageError(
-            f"--write-config {args.write_config}: the file is there already; name another, "
-            "or add --overwrite to replace it",
-            "audit",
-        )
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse to write settings or a report over a file (unless --overwrite), before reading."""
+    named = (("--write-config", args.write_config), ("--html", args.html))
+    written = [(option, path) for option, path in named if path is not None]
+    if args.overwrite and not written:
+        raise _UsageError("--overwrite goes with --write-config FILE or --html FILE", "audit")
+    for option, path in written:
+        if os.path.exists(path) and not args.overwrite:
+            raise _UsageError(
+                f"{option} {path}: the file is there already; name another, or add "
+                "--overwrite to replace it",
+                "audit",
+            )
 
 
 def _write_config(config: ReminderConfig, path: str) -> None:
@@ -984,7 +988,7 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     from .audit import Auditor
 
     _sources(args)
-    _check_write_config(args)
+    _check_outputs(args)
     if args.suggest:
         return _suggest(args, config)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)

@@ -486,7 +486,24 @@ def test_settings_are_never_written_over_a_file_unless_asked(
     capsys.readouterr()
     assert ReminderConfig.from_file(path) == ReminderConfig(thresholds=[2])
     line = usage_error(capsys, ["audit", log, "--overwrite"], "audit")
-    assert line == "--overwrite goes with --write-config FILE"
+    assert line == "--overwrite goes with --write-config FILE or --html FILE"
+
+
+def test_a_report_is_never_written_over_a_file_unless_asked(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    # It was: the file was emptied as the audit began, and removed if the audit then failed.
+    report = tmp_path / "mine.html"
+    report.write_text("my own page", encoding="utf-8")
+    argv = ["audit", log, "--html", str(report)]
+    assert usage_error(capsys, argv, "audit") == (
+        f"--html {report}: the file is there already; name another, or add --overwrite to "
+        "replace it"
+    )
+    assert report.read_text(encoding="utf-8") == "my own page"
+    assert main([*argv, "--overwrite"]) == 0
+    capsys.readouterr()
+    assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
 def interrupt_at(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, at: int) -> None:
