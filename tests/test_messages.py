@@ -36,7 +36,7 @@ from repeat_reminder_langchain._messages import (
 )
 from repeat_reminder_langchain._reminder import Recap, is_reminder, tag_of, wrap
 
-from .helpers import ScriptedModel, call, scripted, turn
+from .helpers import ScriptedModel, assert_adjacent, call, scripted, turn
 
 SAME = {"q": "same"}
 
@@ -349,6 +349,7 @@ def test_the_last_call_is_shown_the_loop_once() -> None:
         asked[-1].text,
     ]
     assert shown[3].tool_calls[0]["id"] == shown[4].tool_call_id == "c1"
+    assert_adjacent(shown)
     assert shown[-1] is asked[-1] and "running 5" in asked[-1].text
     assert len(asked) == len(run) + 1  # what is stored is unchanged
     # A first turn of identical calls keeps each: each gets the latest result.
@@ -359,6 +360,7 @@ def test_the_last_call_is_shown_the_loop_once() -> None:
         ("tool", "last"),
     ]
     assert [m.tool_call_id for m in shown_once(batch)[2:4]] == ["c4", "c5"]
+    assert_adjacent(shown_once(batch))
 
 
 def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_shown() -> None:

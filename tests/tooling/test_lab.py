@@ -236,6 +236,7 @@ def test_an_order_paid_is_acceptable_only_when_the_tools_paid_it_once() -> None:
         )
 
     once, twice = run("visa", "mastercard"), run("visa", "mastercard", "mastercard")
+    assert_adjacent(twice.messages)
     assert once.acceptable and once.answer == twice.answer
     assert not twice.acceptable
     assert not run("visa").acceptable  # a claim no result bears out
@@ -247,6 +248,7 @@ def test_an_answer_that_repeats_the_guards_words_is_not_acceptable() -> None:
     echo = "The task is not finished yet."
     assert POLL.accept(echo)
     echoed = run_task(Stubborn(heeds=("escalated",), answer=echo), POLL, "finish")
+    assert_adjacent(echoed.messages)
     assert (echoed.ended, echoed.answer, echoed.acceptable) == ("answer", echo, False)
     # The user's and the tools' words, which the guard may quote, are the model's to repeat.
     own = "The status says: nightly-build-7: running (started 3 minutes ago)."
