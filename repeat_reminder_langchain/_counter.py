@@ -36,6 +36,7 @@ __all__ = [
     "Record",
     "RecordError",
     "Turn",
+    "asked_to_end",
     "read_record",
 ]
 
@@ -122,6 +123,12 @@ class Record(TypedDict, total=False):
     detectors: dict[str, dict[str, Any]]
     system: bool
     finishing: dict[str, Any]
+
+
+def asked_to_end(record: Record) -> Escalation | None:
+    """The loop the model was asked to end with its answer (`finishing`); None: none was."""
+    asked = record.get("finishing")
+    return Escalation.from_tag(asked) if asked else None
 
 
 class RecordError(ValueError):
@@ -405,8 +412,7 @@ class LoopCounter:
             reaches_model=reaches_model,
             observe=observe,
         )
-        asked = record.get("finishing")
-        loop = Escalation.from_tag(asked) if asked else None
+        loop = asked_to_end(record)
         if loop and found.escalation is None and turn.calls and not turn.spoke_after:
             # Asked for its answer with no tool to call, the model called one all the same (a
             # provider that ignored that, or a face that cannot hold them back): it ends.

@@ -12,6 +12,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
 )
 from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
@@ -107,19 +108,36 @@ def recap(messages: Sequence[BaseMessage], tool: str) -> Recap:
     What the words that ask a looping model for its answer quote: what an answer needs, where
     a description of the loop is what a small model says back.
     """
+    answered, asked = _answered(messages)
+    result = next((r for call, r in answered if call["name"] == tool), None)
+    return Recap(
+        "" if asked is None else _cut(result_text(asked.content)),
+        "" if result is None else _cut(result_text(result.content)),
+    )
+
+
+def _answered(
+    messages: Sequence[BaseMessage],
+) -> tuple[list[tuple[ToolCall, ToolMessage]], BaseMessage | None]:
+    """Each call answered since the user last spoke, and what the user said then.
+
+    The calls the latest first, each with its result (a tool's, not a refusal of the guard's);
+    the user's message None when none is in sight (a history handed in without one).
+    """
     results: dict[str, ToolMessage] = {}
-    result = ""
+    answered: list[tuple[ToolCall, ToolMessage]] = []
     for message in reversed(messages):
-        if isinstance(message, ToolMessage) and not from_guard(message):
-            results.setdefault(message.tool_call_id, message)
-        elif isinstance(message, AIMessage) and not result:
+        if isinstance(message, ToolMessage):
+            if not from_guard(message):
+                results.setdefault(message.tool_call_id, message)
+        elif isinstance(message, AIMessage):
             for call in reversed(message.tool_calls):
-                if call["name"] == tool and (call["id"] or "") in results:
-                    result = _cut(result_text(results[call["id"] or ""].content))
-                    break
+                result = results.get(call["id"] or "")
+                if result is not None:
+                    answered.append((call, result))
         elif is_user_message(message):
-            return Recap(_cut(result_text(message.content)), result)
-    return Recap("", result)
+            return answered, message
+    return answered, None
 
 
 def _cut(text: str) -> str:
@@ -139,19 +157,9 @@ def handover(
     `HANDED_OVER` calls, each result cut to `RESULT_CHARS`. The arguments are named as the log
     lines name them: by digest, or by preview with `log_arguments`. Empty: no call answered.
     """
-    results: dict[str, ToolMessage] = {}
     latest: dict[tuple[str, str], ToolMessage] = {}
-    for message in reversed(messages):
-        if isinstance(message, ToolMessage):
-            if not from_guard(message):  # a refusal is the guard's words, not the tool's
-                results.setdefault(message.tool_call_id, message)
-        elif isinstance(message, AIMessage):
-            for call in reversed(message.tool_calls):
-                result = results.get(call["id"] or "")
-                if result is not None:
-                    latest.setdefault((call["name"], canonicalize(call["args"])), result)
-        elif is_user_message(message):
-            break
+    for call, result in _answered(messages)[0]:
+        latest.setdefault((call["name"], canonicalize(call["args"])), result)
     said: list[tuple[bool, str]] = []
     for (tool, arguments), result in reversed(list(latest.items())[:HANDED_OVER]):
         text = result_text(result.content)

@@ -25,12 +25,12 @@ from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._counter import Record
+from ._counter import Record, asked_to_end
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
 from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
-from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning
+from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
 if TYPE_CHECKING:
@@ -460,7 +460,7 @@ class RepeatToolReminderMiddleware(
             state = request.state
             record = self._store.read(state)
             call_id = request.tool_call.get("id") or ""
-            asked = Escalation.from_tag(record.get("finishing") or {})
+            asked = asked_to_end(record)
             if asked:
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored tool_choice none, or the withheld tools): the call does not run, and
