@@ -82,7 +82,8 @@ def turns() -> dict[str, Callable[[], Any]]:
     The turns before them are played first, so that each is measured as a running agent
     meets it: the record kept, the tool's rules known.
     """
-    middleware = RepeatToolReminderMiddleware(thresholds=[3], meter_provider=False)
+    # The plugin's rule alone: each detector the defaults add enters a module of its own.
+    middleware = RepeatToolReminderMiddleware(thresholds=[3], profile="seed", meter_provider=False)
     messages: list[Any] = [HumanMessage("find x", id="h")]
     fields: dict[str, Any] = {}
 

@@ -61,8 +61,15 @@ __all__ = [
 LABELS = Path(__file__).parent / "labels"
 """Where the labels are kept, one file per corpus file."""
 
+_INSTALLED = ReminderConfig()
+
 SETTINGS: dict[str, Settings] = {
-    "defaults": Settings(),
+    "seed": Settings(profile="seed"),
+    "installed": Settings(
+        error_pattern=_INSTALLED.error_pattern,
+        exclude=tuple(_INSTALLED.exclude),
+        detect=tuple(_INSTALLED.detect),
+    ),
     "recommended": Settings(
         error_pattern=ERROR_PATTERN,
         exclude=BOOKKEEPING_TOOLS,
@@ -70,7 +77,8 @@ SETTINGS: dict[str, Settings] = {
         detect=("repeat", "same_error", "recurring_error", "stale"),
     ),
 }
-"""The settings labelled: the guard's defaults, and the recommended configuration of
+"""The settings labelled: 0.4.0's defaults (`profile="seed"`), the guard as installed
+(`ReminderConfig()`), and the recommended configuration of
 docs/guides/detectors.md (its detectors, bookkeeping tools excluded, an `error_pattern` and a
 `not_user` pattern, here the evaluation's for both corpora's harnesses)."""
 
@@ -350,8 +358,10 @@ def table(corpus: str, conversations: Sequence[Conversation] | None = None) -> s
 
 
 def _describe(settings: Settings) -> str:
-    if settings == Settings():
-        return "the guard's defaults"
+    if settings == SETTINGS["seed"]:
+        return "0.4.0's defaults (profile='seed')"
+    if settings == SETTINGS["installed"]:
+        return "the guard as installed (ReminderConfig())"
     if settings == SETTINGS["recommended"]:
         return (
             f"detect={settings.detect!r}, exclude=BOOKKEEPING_TOOLS, error_pattern=ERROR_PATTERN, "

@@ -58,6 +58,7 @@ class Settings:
             errors), so that they reset nothing.
         detect: The detectors these settings turn on together (the evaluation also runs
             each detector alone, whatever this lists).
+        profile: The guard's `profile`, for the fields not set here (`progress`, the stop).
     """
 
     stale_thresholds: tuple[int, ...] = (3,)
@@ -66,6 +67,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     not_user: str | None = None
     detect: tuple[str, ...] = ("repeat",)
+    profile: str = "default"
 
     def config(self, detect: Sequence[str], **fields: object) -> ReminderConfig:
         """The guard's configuration with `detect` in use, other fields as overridden."""
@@ -80,6 +82,7 @@ class Settings:
             "error_pattern": self.error_pattern,
             "exclude": self.exclude,
             "not_user": self.not_user,
+            "profile": self.profile,
         }
         return ReminderConfig(**{**base, **fields})
 

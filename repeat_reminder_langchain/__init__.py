@@ -1,8 +1,10 @@
 """A loop guard for LangChain and LangGraph agents.
 
 It counts consecutive calls of the same tool with the same canonical arguments, per agent, and
-at thresholds adds an advisory reminder after the tool results. By default it never blocks,
-delays or rewrites a call or a result: the model decides.
+at thresholds adds an advisory reminder after the tool results; it also reminds of the same
+failure repeated, and a loop that outlasts its reminders is ended with the model's own answer
+(the tenth call). A reminder never blocks, delays or rewrites a call or a result: the model
+decides. `profile="seed"` is the original plugin's rule alone, advice only.
 
 Which to use:
 
@@ -30,7 +32,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from ._canonical import canonicalize
-from ._config import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig, ReminderFields
+from ._config import BOOKKEEPING_TOOLS, TOOL_ERRORS, ConfigError, ReminderConfig, ReminderFields
 from ._escalation import RepeatToolLoopError
 from ._normalise import normalise_result
 from ._reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard
@@ -62,6 +64,7 @@ _LAZY = {
 
 __all__ = [
     "BOOKKEEPING_TOOLS",
+    "TOOL_ERRORS",
     "ConfigError",
     "Escalation",
     "Reminder",

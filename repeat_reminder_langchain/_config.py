@@ -59,6 +59,47 @@ def short_forms() -> dict[str, str]:
     }
 
 
+BOOKKEEPING_TOOLS: tuple[str, ...] = (
+    "think",
+    "write_todos",
+    "read_todos",
+    "todo_write",
+    "todo_read",
+    "TodoWrite",
+    "TodoRead",
+    "update_plan",
+    "update_todos",
+)
+"""Tools agents call between attempts to plan or take notes, not to act: transparent by default
+(`exclude`), so that a loop of real calls with a bookkeeping call between each is still seen."""
+
+TOOL_ERRORS = r"\AError(?:: | invoking tool )"
+"""What `ToolNode` writes for a tool that failed, does not exist or was called with bad
+arguments (`Error: ...`, `Error invoking tool ...`): the default `error_pattern`, so that a
+failure is seen where the `status="error"` mark was lost (a conversation saved in a provider's
+format, a tool that returns its error as text)."""
+
+STOP_AT = 10
+"""The default `escalate_after`. On the 350 conversations of the development corpora no count of
+a default detector passes 3 (the longest run of identical calls in a conversation with no
+labelled loop is 2); 10 leaves the three reminders (3, 5, 8) and two more calls before the stop."""
+
+PROFILES: Mapping[str, Mapping[str, Any]] = {
+    "default": {},
+    # 0.4.0's defaults: the original plugin's rule alone (identical consecutive calls), advice
+    # only, every tool counted, a failure only where it is marked.
+    "seed": {
+        "exclude": (),
+        "progress": "none",
+        "detect": ("repeat",),
+        "error_pattern": None,
+        "escalate_after": None,
+        "exit_behavior": "end",
+    },
+}
+"""The fields each `profile` sets when they are not given; `default` keeps the fields' own."""
+
+
 class ConfigError(ValueError):
     """A configuration that breaks a rule: one line per problem, each naming its field."""
 
@@ -91,6 +132,7 @@ class ReminderFields(TypedDict, total=False):
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]]
     log_arguments: bool
     normalise_results: bool | Callable[[str], str]
+    profile: Literal["default", "seed"]
 
 
 class _FrozenMapping(Mapping[str, Any]):
@@ -134,7 +176,8 @@ class ReminderConfig(BaseModel):
         include: Tool-name patterns to track (`*` matches any run of characters, every other
             character is literal, whole-name and case-sensitive). Empty means every tool.
         exclude: Tool-name patterns that are transparent to the guard: they neither count
-            nor break a run. Exclude wins over include.
+            nor break a run. Exclude wins over include. Default: `BOOKKEEPING_TOOLS`, the
+            tools agents take notes with (given, the list replaces it: add to it).
         arguments_preview_chars: How many characters of the canonical arguments (and of an
             error) a detailed reminder quotes before cutting them short.
         message_type: `"system"` for a `SystemMessage` reminder, `"human"` for a
@@ -145,13 +188,16 @@ class ReminderConfig(BaseModel):
             key, so that varying them does not hide a repeat: `{"run_shell": ["description",
             "timeout*"]}`. An argument pattern is a key pattern, or a dotted path of them
             (`"options.retries"`; lists on the way are looked through).
-        progress: `"none"` (the default): every identical call counts. `"result"`: the same
-            call with a result different from the previous one is progress and starts a new
-            run. `"auto"`: `"result"` for tools that declare `readOnlyHint: true` (and not
-            `idempotentHint: true`), `"none"` for the others.
+        progress: `"result"` (the default): the same call with a result different from the
+            previous one is progress and starts a new run, so a poll that moves is never
+            stopped. `"none"`: every identical call counts. `"auto"`: `"result"` for tools
+            that declare `readOnlyHint: true` (and not `idempotentHint: true`), `"none"` for
+            the others.
         mode: `"remind"` (the default) adds reminders; `"observe"` counts and reports them
             (events, logs, stats) without adding anything to the conversation.
-        detect: The detectors to run: `"repeat"` (the same call, consecutively: the default),
+        detect: The detectors to run (default: `repeat`, `same_error`, `recurring_error`, the
+            ones right at least 90% of the time on both development corpora): `"repeat"` (the
+            same call, consecutively),
             `"stale"` (the same call returning the same result again since the user spoke,
             with no call returning something new between), `"same_error"` (consecutive
             calls to one tool failing with the same error, whatever the arguments),
@@ -170,7 +216,8 @@ class ReminderConfig(BaseModel):
             fields are: `stale_thresholds=[4]` is `detectors={"stale": {"thresholds": [4]}}`;
             give one or the other.
         error_pattern: A regular expression; a tool result whose text it matches (searched)
-            is a failure, as is every result with `status="error"`. None: status only.
+            is a failure, as is every result with `status="error"`. Default: `TOOL_ERRORS`,
+            the text `ToolNode` writes for a failure. None: status only.
         not_user: The user-role messages that are not the user speaking (a harness's
             feedback, a format-error notice): a regular expression searched in the message's
             text, or a function that decides, of the text, or of the message itself when its
@@ -178,17 +225,19 @@ class ReminderConfig(BaseModel):
             They reset nothing. A message a harness marked as its own (langchain-core's
             `add_notification_metadata`: a string `additional_kwargs["lc_source"]`) is never
             the user. None: every other user-role message is the user.
-        escalate_after: None (the default: advise only), or a count greater than every
-            threshold of the detectors in use, at which the guard stops the loop instead of
-            reminding, in the way `exit_behavior` sets. `"end"`, `"finish"`, `"error"` and
-            `"interrupt"` let that many identical calls run (a turn's whole batch runs, and
-            is the count said); `"block"` lets one fewer run, since the call that would reach
-            the limit is the one refused (a refused call counts).
-        exit_behavior: How the guard stops a loop: `"end"` the run with a final message;
-            `"finish"`: ask the model for its answer with what it has, in one more call
-            with no tool to call (the middleware tells it `tool_choice` none, or withholds the
-            tools; a model that calls a tool all the same is ended as `"end"` ends a run);
-            raise `RepeatToolLoopError` (`"error"`);
+        escalate_after: A count greater than every threshold of the detectors asked for, at
+            which the guard stops the loop instead of reminding, in the way `exit_behavior`
+            sets; None: advise only. Default: 10, or two past the last threshold in use when
+            that is higher (a detector the defaults turn on gives way to a limit given).
+            `"end"`, `"finish"`, `"error"` and `"interrupt"` let that many identical calls
+            run (a turn's whole batch runs, and is the count said); `"block"` lets one fewer
+            run, since the call that would reach the limit is the one refused (a refused call
+            counts).
+        exit_behavior: How the guard stops a loop: `"finish"` (the default): ask the model
+            for its answer with what it has, in one more call with no tool to call (the
+            middleware tells it `tool_choice` none, or withholds the tools; a model that calls
+            a tool all the same is ended as `"end"` ends a run);
+            `"end"` the run with a final message; raise `RepeatToolLoopError` (`"error"`);
             `interrupt()` for a human (`"interrupt"`); or, with the middleware only, `"block"`
             the repeated call: it gets an error result and the model decides; a model that
             reads the refusal and sends the same call again in a later turn is ended as
@@ -215,6 +264,10 @@ class ReminderConfig(BaseModel):
             the text to compare, in place of the guard's. A tool's own patterns
             (`normalise_results` in its policy) are set aside after it. What a reminder quotes
             is the result as it came.
+        profile: The defaults of the fields not given. `"default"`: the guard as described
+            here. `"seed"`: 0.4.0's defaults, the original plugin's rule alone, advice only
+            (`detect=("repeat",)`, nothing excluded, no `error_pattern`, `progress="none"`, no
+            `escalate_after`, `exit_behavior="end"`). A field given stands over its profile.
 
     A tool can declare its own policy in its metadata (the configuration guide, "Tools that
     bring their own policy"); a field set here explicitly wins over it, a field left at its
@@ -239,7 +292,9 @@ class ReminderConfig(BaseModel):
         (3, 5, 8), description="run lengths of identical calls that draw a reminder"
     )
     include: Sequence[str] = Field((), description="tools to track (* matches anything)")
-    exclude: Sequence[str] = Field((), description="tools the guard looks through, e.g. think")
+    exclude: Sequence[str] = Field(
+        BOOKKEEPING_TOOLS, description="tools the guard looks through, e.g. think"
+    )
     arguments_preview_chars: int = Field(
         500, ge=1, description="how much of the arguments a detailed reminder quotes"
     )
@@ -255,19 +310,19 @@ class ReminderConfig(BaseModel):
         description="arguments left out of the comparison, e.g. run_shell=description,timeout*",
     )
     progress: Literal["none", "result", "auto"] = Field(
-        "none", description="result: the same call with a new result starts a new run"
+        "result", description="result: the same call with a new result starts a new run"
     )
     mode: Literal["remind", "observe"] = Field(
         "remind", description="observe: count and report, add nothing to the conversation"
     )
     detect: Sequence[str] = Field(  # the registry's names: a detector may be added
-        ("repeat",), description="the detectors to run"
+        ("repeat", "same_error", "recurring_error"), description="the detectors to run"
     )
     detectors: Mapping[str, Mapping[str, Any]] = Field(
         _FrozenMapping({}), description="each detector's settings, by its name"
     )
     error_pattern: str | None = Field(
-        None,
+        TOOL_ERRORS,
         description="a result whose text this matches is a failure (besides status=error)",
     )
     not_user: str | Callable[[Any], bool] | None = Field(
@@ -276,9 +331,9 @@ class ReminderConfig(BaseModel):
         "harness's feedback): they reset nothing",
     )
     escalate_after: int | None = Field(
-        None, ge=2, description="stop the loop at this count, as `exit_behavior` says"
+        STOP_AT, ge=2, description="stop the loop at this count, as `exit_behavior` says"
     )
-    exit_behavior: ExitBehavior = Field("end", description="how the guard stops a loop")
+    exit_behavior: ExitBehavior = Field("finish", description="how the guard stops a loop")
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = Field(
         _FrozenMapping({}), description="reminder words of your own, by detector and level"
     )
@@ -290,6 +345,10 @@ class ReminderConfig(BaseModel):
         description="compare results with UUIDs, timestamps and request ids set aside (False: "
         "as they are; or a function of the text)",
     )
+    profile: Literal["default", "seed"] = Field(
+        "default",
+        description="seed: the original plugin's rule alone, advice only (0.4.0's defaults)",
+    )
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -299,15 +358,23 @@ class ReminderConfig(BaseModel):
     def __init__(self, **fields: Any) -> None:
         check_field_names(fields)
         fields, short, problems = _long_forms(fields)
+        # The profile's values for the fields not given, validated as given but not explicit:
+        # a tool's own policy still wins over them, and a file written keeps only the profile.
+        profile = PROFILES.get(fields.get("profile", "default"), {})
+        filled = {name: value for name, value in profile.items() if name not in fields}
         try:
-            # As `BaseModel.__init__`, told which short forms were given: a message names them.
+            # As `BaseModel.__init__`, told which short forms and fields were given: a message
+            # names them.
             self.__pydantic_validator__.validate_python(
-                fields, self_instance=self, context={"short": short}
+                {**filled, **fields},
+                self_instance=self,
+                context={"short": short, "given": frozenset(fields)},
             )
         except ValidationError as error:
             problems = [validation_problems(error), *problems]
         if problems:
             raise ConfigError("\n".join(problems)) from None
+        object.__setattr__(self, "__pydantic_fields_set__", set(fields))
         for what, given in (("words", self.words), ("settings", self.detectors)):
             unused = [name for name in given if name != "*" and name not in self.detect]
             if unused:
@@ -498,8 +565,9 @@ class ReminderConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_escalation(self, info: ValidationInfo) -> ReminderConfig:
+        given = (info.context or {}).get("given", self.model_fields_set)
         if self.escalate_after is None:
-            if "exit_behavior" in self.model_fields_set:
+            if "exit_behavior" in given:
                 raise ValueError("exit_behavior: applies only with escalate_after set")
             return self
         # Said with the way out: LangChain's own limits stand alone, so a first try is often
@@ -507,6 +575,16 @@ class ReminderConfig(BaseModel):
         limit = self.escalate_after
         used = [(d, self.detector_thresholds(d)) for d in self.detect]
         over = [(d, thresholds) for d, thresholds in used if thresholds[-1] >= limit]
+        if not over:
+            return self
+        if "escalate_after" not in given:
+            # The default stop comes after every reminder asked for: two calls after the last.
+            self.__dict__["escalate_after"] = max(own[-1] for _, own in used) + 2
+            return self
+        # A limit given stands over the detectors the profile turned on: their reminders at or
+        # past it give way to the stop. Only the detectors asked for are a conflict.
+        asked = {"repeat", *self.detectors, *(self.detect if "detect" in given else ())}
+        over = [(d, own) for d, own in over if d in asked]
         if not over:
             return self
         detector, thresholds = over[0]
@@ -760,18 +838,3 @@ def resolve_config(config: ReminderConfig | None, fields: Mapping[str, Any]) -> 
     if config is not None and not isinstance(config, ReminderConfig):
         raise TypeError(f"config must be a ReminderConfig, got {type(config).__name__}")
     return config if config is not None else ReminderConfig(**fields)
-
-
-BOOKKEEPING_TOOLS: tuple[str, ...] = (
-    "think",
-    "write_todos",
-    "read_todos",
-    "todo_write",
-    "todo_read",
-    "TodoWrite",
-    "TodoRead",
-    "update_plan",
-    "update_todos",
-)
-"""Tools agents call between attempts to plan or take notes, not to act: pass them to
-`exclude=` so that a loop of real calls with a bookkeeping call between each is still seen."""

@@ -23,7 +23,7 @@ from ._counter import Record
 from ._events import report
 from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
 from ._messages import blocked_result, no_tool_choice
-from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, warn
+from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, from_guard, warn
 from ._wiring import refuse_block
 
 if TYPE_CHECKING:
@@ -77,13 +77,18 @@ class RepeatToolReminderNode:
     )
     ```
 
-    With `escalate_after`, the node stops a loop in the way `exit_behavior` sets: `"error"`
-    raises `RepeatToolLoopError`, `"interrupt"` pauses for a human; `"end"` adds a final
-    message and needs the node's `route` to leave the graph (a node cannot end a run on its
-    own: the graph's edges decide where it goes next). A node whose graph does not route on by
-    it warns (`RepeatToolReminderWarning`) the second time it runs, before any loop reaches
-    the limit; a loop it would end then goes on, and is logged as not stopped. `"block"` needs
-    the middleware, the only one of the guard's forms that sees a call before it runs.
+    At `escalate_after` (10 by default), the node stops a loop in the way `exit_behavior`
+    sets: `"finish"` (the default) asks the model for its answer, which ends the run through
+    the node's `route`; `"error"` raises `RepeatToolLoopError`, `"interrupt"` pauses for a
+    human; `"end"` adds a final message and needs the node's `route` to leave the graph (a
+    node cannot end a run on its own: the graph's edges decide where it goes next). A node
+    whose graph does not route on by it warns (`RepeatToolReminderWarning`) the second time
+    it runs, before any loop reaches the limit; a loop it would end then goes on, and is
+    logged as not stopped. With
+    `"finish"`, a model that still has its tools may call again: give your model node
+    `bind_tools` and the `ToolNode` `wrap_tool_call=node.wrap_tool_call`, or the node warns
+    once and ends the run. `"block"` needs the middleware, the only one of the guard's forms
+    that sees a call before it runs.
 
     Args:
         handler: The handler passed in the run's callbacks, or None to keep the counts in
@@ -103,12 +108,18 @@ class RepeatToolReminderNode:
     Example:
         ```python
         guard = RepeatToolReminderCallbackHandler()
-        builder.add_node("tools", ToolNode(tools))
-        builder.add_node("repeat_reminder", RepeatToolReminderNode(guard))
+        node = RepeatToolReminderNode(guard, tools=tools)
+        builder.add_node("tools", ToolNode(tools, wrap_tool_call=node.wrap_tool_call))
+        builder.add_node("repeat_reminder", node)
         builder.add_edge("tools", "repeat_reminder")
-        builder.add_edge("repeat_reminder", "agent")
+        builder.add_conditional_edges(
+            "repeat_reminder", node.route, {"continue": "agent", "end": END}
+        )
         graph.invoke(inputs, config={"callbacks": [guard]})
         ```
+
+        and in the model node, `node.bind_tools(model, tools, state)` in place of
+        `model.bind_tools(tools)` (`withholds_tools`).
     """
 
     def __init__(
@@ -152,6 +163,7 @@ class RepeatToolReminderNode:
             self._guard.tools.learn(tool)
         self._warned_outside = False
         self._warned_placement = False
+        self._warned_unwired = False
         # Whether a loop it stops is ended through its route ("end", and "finish" for a model
         # that calls a tool after it was asked for its answer), and whether the graph routes
         # on from it by `route`: LangGraph calls it after each run of a node wired so.
@@ -174,6 +186,8 @@ class RepeatToolReminderNode:
                 self._warn_outside()
                 return {}
             messages = read_messages(state, self.messages_key)
+            if self._finishes and not self._warned_unwired and _ran_anyway(messages):
+                self._warn_unwired()
             invocation = self._records.invocation(state, config)
             # Before its first route, a node cannot know how it is wired: it takes it is routed.
             can_end = self._routed or self._runs == 1
@@ -298,6 +312,16 @@ class RepeatToolReminderNode:
             'exit_behavior="error" or "interrupt", which stop any graph.'
         )
 
+    def _warn_unwired(self) -> None:
+        self._warned_unwired = True
+        warn(
+            'RepeatToolReminderNode(exit_behavior="finish") asked a looping model for its '
+            "answer, and the model's next call ran: it still had its tools, and the ToolNode "
+            'let the call through. The node ends the run instead (as "end" does). Hold the '
+            "tools back and refuse such a call: in your model node, node.bind_tools(model, "
+            "tools, state).invoke(...), and ToolNode(tools, wrap_tool_call=node.wrap_tool_call)."
+        )
+
     def _warn_placement(self) -> None:
         if self._warned_placement:
             return
@@ -390,3 +414,20 @@ def _tool_turns(messages: Sequence[BaseMessage]) -> int:
 def _tools(tools: Sequence[Any] | ToolNode) -> Sequence[Any]:
     """The tools of a sequence, or of the `ToolNode` that runs them."""
     return list(tools.tools_by_name.values()) if isinstance(tools, ToolNode) else tools
+
+
+def _ran_anyway(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the model's latest turn, asked for its answer, made calls that then ran.
+
+    A call refused by `wrap_tool_call` has the guard's result; one that ran has the tool's.
+    """
+    end = next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1
+    )
+    turn = messages[end] if end >= 0 else None
+    if not isinstance(turn, AIMessage) or not turn.tool_calls:
+        return False
+    if asked_to_answer(messages, end) is None:
+        return False
+    results = [m for m in messages[end + 1 :] if isinstance(m, ToolMessage)]
+    return bool(results) and not any(from_guard(m) for m in results)

@@ -408,7 +408,7 @@ class Guard:
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:
-    """The default name of a guard: its face, with `include`/`exclude` when they are set.
+    """The default name of a guard: its face, with `include`/`exclude` when they are given.
 
     Example:
         >>> instance_name("RepeatToolReminderNode", ReminderConfig(exclude=["todo_*"]))
@@ -418,7 +418,7 @@ def instance_name(face: str, config: ReminderConfig) -> str:
     scope = []
     if config.include:
         scope.append("include=" + ",".join(config.include))
-    if config.exclude:
+    if config.exclude and "exclude" in config.model_fields_set:
         scope.append("exclude=" + ",".join(config.exclude))
     return f"{face}[{'; '.join(scope)}]" if scope else face
 

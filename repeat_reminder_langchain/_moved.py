@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from langchain_core._api import LangChainDeprecationWarning
 
 PACKAGE, DISTRIBUTION = "repeat_reminder_langchain", "repeat-reminder-langchain"
-SINCE, REMOVAL = "0.4.0", "0.5.0"
+SINCE, REMOVAL = "0.4.0", "0.6.0"
 
 
 class Now(NamedTuple):

@@ -165,7 +165,12 @@ def build(
     `harness(state, runtime)` is a step of the agent's harness that runs after each tool turn,
     before the model: a node (between the tools and the guard's node, or after the guard's
     node when not `harness_first`) or a `before_model` middleware (before the guard or after).
+
+    The guard is the original plugin's (`profile="seed"`) unless `profile` or a `config` is
+    given: the tests of its semantics hold it there, and the defaults' own tests say so.
     """
+    if "config" not in fields:
+        fields.setdefault("profile", "seed")
     if face == "middleware":
         guard = RepeatToolReminderMiddleware(**fields)
         hooks = [*middleware, guard]

@@ -327,7 +327,7 @@ def _failed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
 
 # -- the counter, without LangChain ------------------------------------------------------------
 
-CONFIG = ReminderConfig(thresholds=[2, 4])
+CONFIG = ReminderConfig(thresholds=[2, 4], profile="seed")
 
 
 def count(

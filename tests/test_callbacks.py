@@ -143,7 +143,7 @@ def test_a_model_called_inside_a_tool_is_not_the_agent() -> None:
         """Summarise with a model of its own."""
         return str(inner.invoke([HumanMessage(f"summarise {text}")]).content)
 
-    guard = Handler()
+    guard = Handler(profile="seed")
     script = repeat("summarise", {"text": "x"}, 3)
     messages = invoke(agent_graph(scripted(script), [summarise], guard), guard)
 

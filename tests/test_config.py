@@ -8,23 +8,70 @@ from typing import Any, get_type_hints
 import pytest
 
 from repeat_reminder_langchain import (
+    BOOKKEEPING_TOOLS,
     ConfigError,
     ReminderConfig,
     ReminderFields,
     RepeatToolReminderWarning,
 )
-from repeat_reminder_langchain._config import resolve_config, short_forms
+from repeat_reminder_langchain._config import TOOL_ERRORS, resolve_config, short_forms
 from repeat_reminder_langchain._detectors import Settings
 
 
 def test_defaults() -> None:
     config = ReminderConfig()
     assert config.thresholds == (3, 5, 8)
-    assert config.include == config.exclude == ()
+    assert config.include == ()
+    assert config.exclude == BOOKKEEPING_TOOLS
     assert config.arguments_preview_chars == 500
     assert config.message_type == "system"
-    assert config.detect == ("repeat",)
-    assert (config.escalate_after, config.error_pattern) == (None, None)
+    assert config.detect == ("repeat", "same_error", "recurring_error")
+    assert (config.progress, config.escalate_after, config.exit_behavior) == (
+        "result",
+        10,
+        "finish",
+    )
+    assert config.error_pattern == TOOL_ERRORS
+    assert config.model_fields_set == set()  # what a tool declares still wins over each
+
+
+def test_the_seed_profile_is_0_4_0s_defaults_and_the_fields_given_stand_over_it() -> None:
+    seed = ReminderConfig(profile="seed")
+    assert (seed.thresholds, seed.include, seed.exclude, seed.detect) == (
+        (3, 5, 8),
+        (),
+        (),
+        ("repeat",),
+    )
+    assert (seed.progress, seed.error_pattern, seed.escalate_after) == ("none", None, None)
+    assert seed.model_fields_set == {"profile"}
+    given = ReminderConfig(profile="seed", escalate_after=9, exclude=["think"])
+    assert (given.escalate_after, given.exit_behavior, given.exclude) == (9, "end", ("think",))
+
+
+@pytest.mark.parametrize(
+    ("fields", "stop"),
+    [
+        (
+            {"thresholds": [3, 5, 8, 12]},
+            14,
+        ),  # the default stop comes two calls after the last reminder
+        ({"same_error_thresholds": [3, 11]}, 13),
+        ({"thresholds": [2]}, 10),
+        ({"thresholds": [2], "escalate_after": 3}, 3),  # a limit given: same_error's 3 gives way
+    ],
+)
+def test_the_default_stop_comes_after_every_reminder_asked_for(
+    fields: dict[str, Any], stop: int
+) -> None:
+    assert ReminderConfig(**fields).escalate_after == stop
+
+
+def test_a_limit_given_below_a_detectors_thresholds_the_user_asked_for_still_fails() -> None:
+    with pytest.raises(ConfigError, match="the same_error detector"):
+        ReminderConfig(thresholds=[3], same_error_thresholds=[3, 5], escalate_after=4)
+    with pytest.raises(ConfigError, match="the repeat detector"):
+        ReminderConfig(escalate_after=5)
 
 
 def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
@@ -65,7 +112,10 @@ def test_unsorted_thresholds_are_accepted_and_sorted() -> None:
         ),
         ({"ignore_arguments": {"x": [".x"]}}, "invalid argument pattern '.x'"),
         ({"mode": "quiet"}, "mode: Input should be 'remind' or 'observe'"),
-        ({"exit_behavior": "error"}, "exit_behavior: applies only with escalate_after set"),
+        (
+            {"exit_behavior": "error", "escalate_after": None},
+            "exit_behavior: applies only with escalate_after set",
+        ),
         ({"log_arguments": "yes"}, "log_arguments: must be True or False, got 'yes'"),
         ({"log_arguments": 1}, "log_arguments: must be True or False, got 1"),
     ],

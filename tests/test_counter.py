@@ -111,16 +111,16 @@ def test_followups_say_whether_the_model_changed_course_after_a_reminder_it_saw(
 
 def test_a_new_result_is_progress_only_when_results_count() -> None:
     calls = [[c(result=str(n))] for n in range(4)]
-    assert play(calls, ReminderConfig(thresholds=[2], progress="result"))[1] == []
-    assert len(play(calls, ReminderConfig(thresholds=[2]))[1]) == 1
+    assert play(calls, ReminderConfig(profile="seed", thresholds=[2], progress="result"))[1] == []
+    assert len(play(calls, ReminderConfig(profile="seed", thresholds=[2]))[1]) == 1
 
 
 def test_results_are_fingerprinted_only_when_something_reads_them() -> None:
     calls = [c(result="x")]
     for detect in (["repeat"], ["repeat", "stale"]):
-        plain = count({}, "t", calls, ReminderConfig(detect=detect)).record  # type: ignore[arg-type]
+        plain = count({}, "t", calls, ReminderConfig(profile="seed", detect=detect)).record  # type: ignore[arg-type]
         assert plain is not None and plain["result"] == ""
-    aware = count({}, "t", calls, ReminderConfig(progress="result")).record
+    aware = count({}, "t", calls, ReminderConfig(profile="seed", progress="result")).record
     assert aware is not None and len(aware["result"]) == 32
 
 
@@ -430,10 +430,15 @@ def test_the_error_pattern_makes_a_returned_error_a_failure_for_every_part(
 ) -> None:
     # The counter judges a failure once per call, for every part that reads failures.
     turns = [[c(tool="book", args=args(n), result="Error: card declined")] for n in range(3)]
-    plain = ReminderConfig(thresholds=[9], detect=[detector])
+    plain = ReminderConfig(profile="seed", thresholds=[9], detect=[detector])
     assert play(turns, plain)[1] == []  # returned, not marked: a success
-    patterned = ReminderConfig(thresholds=[9], detect=[detector], error_pattern="^Error")
+    patterned = ReminderConfig(
+        profile="seed", thresholds=[9], detect=[detector], error_pattern="^Error"
+    )
     assert play(turns, patterned)[1] == [(detector, "gentle", "book", 3)]
+    # As installed, the text ToolNode writes for a failure is one without a pattern.
+    installed = ReminderConfig(thresholds=[9], detect=[detector])
+    assert play(turns, installed)[1] == [(detector, "gentle", "book", 3)]
 
 
 def test_the_error_pattern_judges_only_known_results_and_only_for_parts_that_read_them() -> None:
@@ -454,6 +459,11 @@ def test_the_error_pattern_judges_only_known_results_and_only_for_parts_that_rea
 def test_a_failure_the_pattern_marks_is_no_output_for_same_output() -> None:
     long_error = "Error: " + "the card was declined by the issuing bank " * 2
     turns = [[c(tool="book", args={"card": n}, result=long_error)] for n in range(3)]
-    config = ReminderConfig(detect=["same_output"])
+    config = ReminderConfig(profile="seed", detect=["same_output"])
     assert play(turns, config)[1] == [("same_output", "gentle", "book", 3)]
-    assert play(turns, ReminderConfig(detect=["same_output"], error_pattern="^Error"))[1] == []
+    assert (
+        play(turns, ReminderConfig(profile="seed", detect=["same_output"], error_pattern="^Error"))[
+            1
+        ]
+        == []
+    )

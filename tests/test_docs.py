@@ -596,7 +596,7 @@ CONFIGURATION_ERRORS: list[tuple[Callable[[], object], type[Exception], str]] = 
         "log_arguments: must be True or False, got 'yes'",
     ),
     (
-        lambda: ReminderConfig(exit_behavior="error"),
+        lambda: ReminderConfig(exit_behavior="error", escalate_after=None),
         ConfigError,
         "exit_behavior: applies only with escalate_after set",
     ),

@@ -439,7 +439,7 @@ def _run_through(node: Any, state: Any) -> str:
 
 
 def test_a_node_that_does_not_finish_runs_every_call_and_withholds_nothing() -> None:
-    node = RepeatToolReminderNode(thresholds=[3], escalate_after=4)
+    node = RepeatToolReminderNode(thresholds=[3], escalate_after=4, exit_behavior="end")
     asked = finish_message(Escalation("probe", 4, "repeat", "{}", "finish"))
     state = {"messages": [HumanMessage("go"), asked, turn(call("probe", {"q": "x"}, "c1"))]}
     assert not node.withholds_tools({"messages": state["messages"][:2]})
@@ -820,10 +820,11 @@ def test_escalation_settings_fail_loud() -> None:
     with pytest.raises(ConfigError, match="of the stale detector"):
         ReminderConfig(detect=["stale"], stale_thresholds=[3, 12], escalate_after=10)
     with pytest.raises(ConfigError, match="exit_behavior: applies only with escalate_after"):
-        ReminderConfig(exit_behavior="error")
+        ReminderConfig(exit_behavior="error", escalate_after=None)
     with pytest.raises(ConfigError, match="escalate_after: must be an integer >= 2, or None"):
         ReminderConfig(escalate_after=True)
-    assert ReminderConfig(escalate_after=9).exit_behavior == "end"
+    assert ReminderConfig(escalate_after=9).exit_behavior == "finish"
+    assert ReminderConfig(escalate_after=9, profile="seed").exit_behavior == "end"
 
 
 # -- the escalation module's own pieces --

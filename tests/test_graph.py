@@ -402,7 +402,7 @@ def test_route_reads_the_messages_key_of_state_objects() -> None:
 
 @nodes
 def test_a_graph_routed_by_the_node_ends_where_the_guard_stopped_the_loop(face: str) -> None:
-    node, config, schema = node_of(face, thresholds=[3], escalate_after=4)
+    node, config, schema = node_of(face, thresholds=[3], escalate_after=4, exit_behavior="end")
     model = scripted(repeat("probe", SAME, 9))
     builder = StateGraph(schema)
     builder.add_node("agent", lambda state: {"messages": [model.invoke(state["messages"])]})
@@ -478,7 +478,11 @@ def test_a_state_kept_node_joining_a_conversation_with_history_is_not_told_it_la
         history += [made, ToolMessage("found", tool_call_id=made.tool_calls[0]["id"])]
     model = scripted(repeat("probe", SAME, 3))
     graph = agent_graph(
-        model, [probe], None, after_tools=RepeatToolReminderNode(), state=RepeatToolReminderState
+        model,
+        [probe],
+        None,
+        after_tools=RepeatToolReminderNode(profile="seed"),
+        state=RepeatToolReminderState,
     )
     messages = graph.invoke({"messages": history})["messages"]
 

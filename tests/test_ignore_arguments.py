@@ -74,7 +74,8 @@ def test_dotted_paths_reach_into_objects_and_through_lists() -> None:
 
 
 def test_patterns_for_other_tools_leave_a_tools_rules_as_the_defaults() -> None:
-    assert ReminderConfig(ignore_arguments={"other": ["x"]}).rules("edit") == Rules((3, 5, 8))
+    config = ReminderConfig(ignore_arguments={"other": ["x"]})
+    assert config.rules("edit") == Rules((3, 5, 8), result_aware=True)
 
 
 @pytest.mark.parametrize(

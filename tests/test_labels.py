@@ -24,6 +24,7 @@ from evaluation.labels import (
     Fires,
     FlagKey,
     Labels,
+    Row,
     every_setting,
     flags,
     labels_path,
@@ -35,7 +36,8 @@ from evaluation.labels import (
 )
 from evaluation.run import load, replay_all
 from evaluation.scan import MIN_OUTPUT, SHAPES, Loop, scan
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig
+from repeat_reminder_langchain._config import TOOL_ERRORS
 from repeat_reminder_langchain._detectors import DETECTORS as REGISTRY
 from repeat_reminder_langchain.replay import Call, Replayed
 from repeat_reminder_langchain.tooling._logs import Conversation
@@ -105,7 +107,7 @@ def test_a_malformed_labels_file_is_refused(
         "conversation": 0,
         "call": 2,
         "detector": "stale",
-        "fires": [["defaults", 2]],
+        "fires": [["seed", 2]],
         "label": "genuine",
         "reason": "the same file read again",
     }
@@ -117,10 +119,10 @@ def test_a_malformed_labels_file_is_refused(
 
 def test_flags_on_conversations_without_a_labelled_loop_are_counted_per_ten() -> None:
     raised = {
-        (0, 1, "stale"): (("defaults", 3),),  # in the loop's conversation: not stray
-        (2, 0, "stale"): (("defaults", 3),),
-        (3, 4, "stale"): (("defaults", 3),),
-        (3, 5, "stale"): (("defaults", 3),),
+        (0, 1, "stale"): (("seed", 3),),  # in the loop's conversation: not stray
+        (2, 0, "stale"): (("seed", 3),),
+        (3, 4, "stale"): (("seed", 3),),
+        (3, 5, "stale"): (("seed", 3),),
     }
     labels = Labels(
         flags={},
@@ -131,23 +133,21 @@ def test_flags_on_conversations_without_a_labelled_loop_are_counted_per_ten() ->
         },
     )
     rows = {(r.detector, r.setting, r.threshold): r for r in score(raised, labels)}
-    assert rows["stale", "defaults", 3].stray == 3
-    assert rows["stale", "defaults", 3].stray_rate is None  # how many conversations: not known
+    assert rows["stale", "seed", 3].stray == 3
+    assert rows["stale", "seed", 3].stray_rate is None  # how many conversations: not known
 
     counted = score(raised, labels, conversations=20)
-    stale = next(
-        r for r in counted if (r.detector, r.setting, r.threshold) == ("stale", "defaults", 3)
-    )
+    stale = next(r for r in counted if (r.detector, r.setting, r.threshold) == ("stale", "seed", 3))
     assert (stale.stray, stale.loopless, stale.stray_rate) == (3, 19, 30 / 19)
 
 
 def test_precision_and_recall_on_a_hand_made_example() -> None:
     raised = {
-        (0, 1, "stale"): (("defaults", 2),),
-        (0, 3, "repeat"): (("defaults", 2),),
-        (0, 3, "stale"): (("defaults", 2), ("defaults", 3)),
-        (1, 0, "stale"): (("defaults", 2),),  # raised now, never labelled
-        (1, 0, "repeat"): (("defaults", 2),),
+        (0, 1, "stale"): (("seed", 2),),
+        (0, 3, "repeat"): (("seed", 2),),
+        (0, 3, "stale"): (("seed", 2), ("seed", 3)),
+        (1, 0, "stale"): (("seed", 2),),  # raised now, never labelled
+        (1, 0, "repeat"): (("seed", 2),),
     }
     labels = Labels(
         flags={
@@ -168,26 +168,26 @@ def test_precision_and_recall_on_a_hand_made_example() -> None:
     rows = {(r.detector, r.setting, r.threshold): r for r in score(raised, labels)}
     assert len(rows) == (len(DETECTORS) + 2) * len(SETTINGS) * len(THRESHOLDS)  # any, on
 
-    stale = rows["stale", "defaults", 2]
+    stale = rows["stale", "seed", 2]
     assert (stale.flags, stale.genuine, stale.false, stale.unlabelled) == (3, 1, 1, 1)
     assert stale.precision == 0.5  # over labelled flags: the unlabelled one is apart
     assert (stale.found, stale.loops, stale.recall) == (1, 2, 0.5)
 
-    late = rows["stale", "defaults", 3]
+    late = rows["stale", "seed", 3]
     assert (late.flags, late.genuine, late.false, late.precision) == (1, 0, 1, 0.0)
     assert (late.found, late.loops) == (1, 2)
 
-    repeat = rows["repeat", "defaults", 2]
+    repeat = rows["repeat", "seed", 2]
     assert (repeat.flags, repeat.genuine, repeat.false, repeat.precision) == (2, 1, 1, 0.5)
     assert repeat.found == 1
 
     # Together a call counts once: genuine when any of its labels is, false only when all of its
     # flags were read (call 0 of conversation 1 has a false label and an unlabelled flag).
-    both = rows["any", "defaults", 2]
+    both = rows["any", "seed", 2]
     assert (both.flags, both.genuine, both.false, both.unlabelled) == (3, 2, 0, 1)
     assert both.precision == 1.0
     # What the setting turns on together: the defaults, `repeat` alone.
-    on = rows["on", "defaults", 2]
+    on = rows["on", "seed", 2]
     assert (on.flags, on.genuine, on.false, on.found) == (2, 1, 1, 1)
 
     silent = rows["stale", "recommended", 2]
@@ -358,13 +358,13 @@ def test_every_flag_and_candidate_loop_the_code_finds_has_a_label(
 # as docs/guides/detectors.md, "What they find on real conversations", gives them.
 FIGURES = {
     "mini_swe_gemini3pro.dev.labels.jsonl": {
-        ("repeat", "defaults"): (0, 0, 0, 12),
-        ("stale", "defaults"): (3, 2, 2, 12),
-        ("same_error", "defaults"): (0, 0, 0, 12),
-        ("recurring_error", "defaults"): (0, 0, 0, 12),
-        ("cycle", "defaults"): (0, 0, 0, 12),
-        ("same_output", "defaults"): (16, 4, 5, 12),
-        ("any", "defaults"): (19, 6, 7, 12),
+        ("repeat", "seed"): (0, 0, 0, 12),
+        ("stale", "seed"): (3, 2, 2, 12),
+        ("same_error", "seed"): (0, 0, 0, 12),
+        ("recurring_error", "seed"): (0, 0, 0, 12),
+        ("cycle", "seed"): (0, 0, 0, 12),
+        ("same_output", "seed"): (16, 4, 5, 12),
+        ("any", "seed"): (19, 6, 7, 12),
         ("repeat", "recommended"): (0, 0, 0, 12),
         ("stale", "recommended"): (5, 4, 4, 12),
         ("same_error", "recommended"): (0, 0, 0, 12),
@@ -372,17 +372,25 @@ FIGURES = {
         ("cycle", "recommended"): (0, 0, 0, 12),
         ("same_output", "recommended"): (24, 4, 5, 12),
         ("any", "recommended"): (29, 8, 9, 12),
-        ("on", "defaults"): (0, 0, 0, 12),
+        ("on", "seed"): (0, 0, 0, 12),
         ("on", "recommended"): (5, 4, 4, 12),
+        ("repeat", "installed"): (0, 0, 0, 12),
+        ("stale", "installed"): (3, 2, 2, 12),
+        ("same_error", "installed"): (0, 0, 0, 12),
+        ("recurring_error", "installed"): (0, 0, 0, 12),
+        ("cycle", "installed"): (0, 0, 0, 12),
+        ("same_output", "installed"): (16, 4, 5, 12),
+        ("any", "installed"): (19, 6, 7, 12),
+        ("on", "installed"): (0, 0, 0, 12),
     },
     "tau_bench_gpt4o_airline.dev.labels.jsonl": {
-        ("repeat", "defaults"): (0, 0, 0, 1),
-        ("stale", "defaults"): (1, 1, 1, 1),
-        ("same_error", "defaults"): (0, 0, 0, 1),
-        ("recurring_error", "defaults"): (0, 0, 0, 1),
-        ("cycle", "defaults"): (0, 0, 0, 1),
-        ("same_output", "defaults"): (0, 0, 0, 1),
-        ("any", "defaults"): (1, 1, 1, 1),
+        ("repeat", "seed"): (0, 0, 0, 1),
+        ("stale", "seed"): (1, 1, 1, 1),
+        ("same_error", "seed"): (0, 0, 0, 1),
+        ("recurring_error", "seed"): (0, 0, 0, 1),
+        ("cycle", "seed"): (0, 0, 0, 1),
+        ("same_output", "seed"): (0, 0, 0, 1),
+        ("any", "seed"): (1, 1, 1, 1),
         ("repeat", "recommended"): (1, 1, 1, 1),
         ("stale", "recommended"): (1, 1, 1, 1),
         ("same_error", "recommended"): (1, 1, 1, 1),
@@ -390,8 +398,16 @@ FIGURES = {
         ("cycle", "recommended"): (0, 0, 0, 1),
         ("same_output", "recommended"): (0, 0, 0, 1),
         ("any", "recommended"): (2, 2, 1, 1),
-        ("on", "defaults"): (0, 0, 0, 1),
+        ("on", "seed"): (0, 0, 0, 1),
         ("on", "recommended"): (2, 2, 1, 1),
+        ("repeat", "installed"): (1, 1, 1, 1),
+        ("stale", "installed"): (1, 1, 1, 1),
+        ("same_error", "installed"): (1, 1, 1, 1),
+        ("recurring_error", "installed"): (2, 2, 1, 1),
+        ("cycle", "installed"): (0, 0, 0, 1),
+        ("same_output", "installed"): (0, 0, 0, 1),
+        ("any", "installed"): (2, 2, 1, 1),
+        ("on", "installed"): (2, 2, 1, 1),
     },
 }
 
@@ -400,13 +416,16 @@ FIGURES = {
 # none left out): the issue's "at most 1 per 10 such conversations" holds for each.
 STRAY = {
     "mini_swe_gemini3pro.dev.labels.jsonl": {
-        ("stale", "defaults"): 1,
-        ("same_output", "defaults"): 12,
-        ("any", "defaults"): 13,
+        ("stale", "seed"): 1,
+        ("same_output", "seed"): 12,
+        ("any", "seed"): 13,
         ("stale", "recommended"): 1,
         ("same_output", "recommended"): 18,
         ("any", "recommended"): 19,
         ("on", "recommended"): 1,
+        ("stale", "installed"): 1,
+        ("same_output", "installed"): 12,
+        ("any", "installed"): 13,
     },
     # A genuine one: the refusal recurring_error counts by its cause, a shape the scan does not
     # look for (the error texts differ by the amount the model sent).
@@ -414,8 +433,19 @@ STRAY = {
         ("recurring_error", "recommended"): 1,
         ("any", "recommended"): 1,
         ("on", "recommended"): 1,
+        ("recurring_error", "installed"): 1,
+        ("any", "installed"): 1,
+        ("on", "installed"): 1,
     },
 }
+
+
+def by_setting(rows: list[Row], detector: str, setting: str, threshold: int = 3) -> Row:
+    """The row of one detector under one setting, at the default threshold."""
+    (row,) = [
+        r for r in rows if (r.detector, r.setting, r.threshold) == (detector, setting, threshold)
+    ]
+    return row
 
 
 @needs_corpus
@@ -436,6 +466,12 @@ def test_precision_and_recall_are_the_figures_the_docs_give(
     assert {(r.detector, r.setting): r.stray for r in at_3 if r.stray} == STRAY[path.name]
     assert all(row.stray_rate is not None and row.stray_rate <= 1 for row in at_3)
     assert all(row.unlabelled == 0 for row in rows)
+    # As installed: each detector on is genuine at least 90% of the times it fires, and the
+    # defaults find at least the loops 0.4.0's found.
+    for detector in settings["installed"].detect:
+        precision = by_setting(rows, detector, "installed").precision
+        assert precision is None or precision >= 0.9, detector
+    assert by_setting(rows, "on", "installed").found >= by_setting(rows, "on", "seed").found
     # What `audit --suggest` derives from the file alone, written and loaded, finds at least
     # the loops the recommended configuration finds, with each detector it turns on at least
     # as precise as that detector under the recommended settings, at every threshold.
@@ -452,8 +488,11 @@ def test_the_settings_suggested_for_each_corpus_are_the_ones_a_person_found(
     raised: dict[str, tuple[list[Conversation], dict[FlagKey, Fires]]],
 ) -> None:
     tau, shell = (suggested(raised[path.name][0]) for path in reversed(FILES))
-    assert (tau.exclude, tau.error_pattern, tau.not_user) == (("think",), r"\AError:", None)
-    assert tau.detect == ("repeat", "same_error", "recurring_error", "stale")
-    assert (shell.exclude, shell.detect) == ((), ("repeat", "stale"))
+    # The defaults already see τ-bench's bookkeeping tool and its failures: stale is the news.
+    assert (tau.exclude, tau.error_pattern, tau.not_user) == (BOOKKEEPING_TOOLS, TOOL_ERRORS, None)
+    assert tau.detect == shell.detect == ("repeat", "same_error", "recurring_error", "stale")
+    assert shell.exclude == BOOKKEEPING_TOOLS
     assert shell.not_user == r"\APlease always provide EXACTLY ONE action"
-    assert shell.error_pattern is not None and shell.error_pattern.startswith(r"\A<returncode>")
+    # The shell's return code is added to what the defaults see, not put in its place.
+    assert shell.error_pattern is not None and r"<returncode>" in shell.error_pattern
+    assert shell.error_pattern.startswith(f"(?:{TOOL_ERRORS})|")

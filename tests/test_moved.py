@@ -96,7 +96,7 @@ def test_every_name_of_0_2_0_imports_or_says_what_replaced_it(module: str, name:
     said = str(warning.message)
     assert said.startswith(
         f"`{_path(module)}.{name}` was deprecated in repeat-reminder-langchain 0.4.0 and will "
-        "be removed in 0.5.0. "
+        "be removed in 0.6.0. "
     )
     use = USE.search(said)
     if use is None:  # no public name any more: it says so, and the object is today's
@@ -134,7 +134,7 @@ def test_a_0_2_0_import_warns_by_default() -> None:
     )
     assert done.stderr.splitlines() == [
         "<string>:1: LangChainDeprecationWarning: `repeat_reminder_langchain.config.ReminderConfig`"
-        " was deprecated in repeat-reminder-langchain 0.4.0 and will be removed in 0.5.0. Use"
+        " was deprecated in repeat-reminder-langchain 0.4.0 and will be removed in 0.6.0. Use"
         " `from repeat_reminder_langchain import ReminderConfig` instead."
     ]
 

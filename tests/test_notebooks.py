@@ -30,6 +30,8 @@ PROMISED = {
         "docs/timeline.png not written",
     ],
     "02_create_agent.ipynb": [
+        "exclude=[]: 5 tool calls · 0 reminders (0 gentle, 0 detailed)",
+        "defaults (BOOKKEEPING_TOOLS): 5 tool calls · 1 reminders (1 gentle, 0 detailed)",
         "exclude=['write_*']: 5 tool calls · 1 reminders (1 gentle, 0 detailed)",
         "… (+592 more chars)",
         # The middleware stores a reminder in one form, and sends each model the form it takes.
@@ -41,6 +43,8 @@ PROMISED = {
         "exclude: must be a list of tool-name patterns, got 'write_todos'",
         "→ ConfigError: detect: unknown detector 'stail'; did you mean 'stale'?",
         "→ ConfigError: escalate_after: must be greater than every threshold",
+        "{'escalate_after': None, 'exit_behavior': 'error'} → ConfigError: exit_behavior: "
+        "applies only with escalate_after set",
         "→ TypeError: unknown ReminderConfig field 'treshold'; did you mean 'thresholds'?",
         "as stored:          ValueError: Received multiple non-consecutive system messages.",
         "user: tool_result + text",
@@ -57,11 +61,15 @@ PROMISED = {
         "5 tool calls · 2 reminders (1 gentle, 1 detailed) · longest streak: check_deploy × 5",
     ],
     "04_beyond_exact_repeats.ipynb": [
-        "repeat_every=2: gentle at call 3, detailed at call 5, detailed at call 8, "
-        "detailed at call 10, detailed at call 12",
+        # The default stop, then reminders instead of it.
+        "defaults: gentle at call 3, detailed at call 5, detailed at call 8, escalated at call 10",
+        "last message: I have only this: `tail_log` keeps saying",
+        "repeat_every=2, escalate_after=None: gentle at call 3, detailed at call 5, "
+        "detailed at call 8, detailed at call 10, detailed at call 12",
         "ignore_arguments={'run_shell': ['description']}: gentle at call 3, detailed at call 5",
         '- arguments: {"command":"pytest tests/test_api.py"}\n',
-        "progress='result': gentle at call 7, detailed at call 9",
+        "progress='none': gentle at call 3, detailed at call 5, detailed at call 8",
+        "defaults: gentle at call 7, detailed at call 9",
         "seen by the model: {}",
         "would have sent:     {'tail_log': {'detailed': 1, 'gentle': 1}}",
         "'detector': 'repeat', 'summary': 'job_status × 3'",
@@ -75,7 +83,8 @@ PROMISED = {
         "'recovery_rate': 0.5}",
         "2 conversations · 19 tool calls · thresholds 2, 4",
         "job_status: {'calls': 17, 'longest': 12, 'streaks': 2, 'gentle': 2, 'detailed': 3, "
-        "'escalated': 0, 'wasted': 11}",
+        "'escalated': 1, 'wasted': 11}",
+        '0 — 19 job_status repeat 10 escalated — {"job_id":"nightly-build-7"}',
     ],
     "05_detectors_and_escalation.ipynb": [
         # stale
@@ -86,16 +95,25 @@ PROMISED = {
         "edits change nothing stale gentle at call 5",
         "{'stale_thresholds': [2, 4]} stale gentle at call 3, stale detailed at call 7",
         # same_error
-        "detect=['repeat', 'same_error']: same_error gentle at call 3",
+        "detect=['repeat']: no reminders",
+        "defaults: same_error gentle at call 3",
         "statuses: ['error', 'error', 'error', 'error']",
         "failed with the same error, with 3 different argument sets",
-        "no error_pattern no reminders",
-        "'} same_error gentle at call 3",
+        "The error: pylint: error: No module named 'astroid.nodes'",
+        "TOOL_ERRORS: \\AError(?:: | invoking tool )",
+        "error_pattern=None no reminders",
+        "defaults same_error gentle at call 3",
+        # the defaults stop a same-failure loop, and the model answers
+        "same_error gentle at call 3, same_error escalated at call 10",
+        "escalations: {'book_reservation': {'same_error': 1}}",
+        "last message: I have only this: `book_reservation` keeps saying 'Error: payment amount",
         # bookkeeping tools
         "('think', 'write_todos',",
-        "defaults no reminders",
-        "exclude=list(BOOKKEEPING_TOOLS) repeat gentle at call 5",
-        "detect=['repeat', 'stale'] stale gentle at call 5",
+        "defaults repeat gentle at call 5",
+        "exclude=[] recurring_error gentle at call 5",
+        "profile='seed' no reminders",
+        "profile='seed', exclude=list(BOOKKEEPING_TOOLS) repeat gentle at call 5",
+        "profile='seed', detect=['repeat', 'stale'] stale gentle at call 5",
         # the evaluation on the excerpt in tests/data
         "== corpus_excerpt.jsonl: 4 conversations, 61 tool calls (61 tracked)",
         "stale 2 2 bash 2",
@@ -111,7 +129,9 @@ PROMISED = {
         "exclude=('think',): 16 calls (12 tracked) · firings: repeat 1, same_error 1, "
         "recurring_error 1, stale 1, cycle 0, same_output 0",
         "call 13: book_reservation × 3 (repeat)",
-        "note: excluding think would reveal 1 reminder in 1 conversation (--exclude think)",
+        "0 8 38 book_reservation repeat 3 gentle",
+        "--profile seed: note: excluding think would reveal 1 reminder in 1 conversation "
+        "(--exclude think)",
         # the figures on the whole development corpus, with their file and settings
         "tau_bench_gpt4o_airline.dev.json (gpt-4o, τ-bench airline: 100 conversations, 577 calls)",
         "[defaults] repeat 0: no two identical calls in a row",
@@ -125,12 +145,16 @@ PROMISED = {
         "[defaults] stale on the 981 edit-then-re-run calls whose output changed: 0 firings",
         "[--error-pattern '\\A<returncode>[1-9]\\d*</returncode>'] same_error: "
         "2 firings at 3, 23 at 2",
-        # escalation: end, the node's route and the custom stream, interrupt, error
+        # escalation: finish (the default), end, the node's route and the custom stream,
+        # interrupt, error
+        "10 tool calls · 4 reminders (1 gentle, 2 detailed, 1 escalated)",
+        "the guard's last words: Reply to the user with the latest result of `job_status`",
+        "last message: AIMessage · nightly-7 finished at 02:14 with exit code 1.",
         "last message: AIMessage · escalated · job_status × 10",
         "escalations: {'job_status': {'repeat': 1}}",
         "repeat_reminder → __end__, repeat_reminder → agent",
         "repeat_tool_reminder: job_status × 8 (detailed)",
-        "repeat_tool_escalation: job_status × 10 (end)",
+        "repeat_tool_escalation: job_status × 10 (finish)",
         "kind: repeat_tool_escalation",
         "choices: ['continue', 'end', '<any other text: sent to the agent as a user message>']",
         "25 user The job finished hours ago: read its log.",

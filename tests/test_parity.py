@@ -264,7 +264,7 @@ def _replace(request: Any, execute: Any) -> ToolMessage:
 
 
 def _run_with_wrapper(tool: Any, wrapper: Any, script: list[AIMessage]) -> list[Any]:
-    guard = RepeatToolReminderCallbackHandler(thresholds=[2])
+    guard = RepeatToolReminderCallbackHandler(thresholds=[2], profile="seed")
     node = ToolNode([tool], wrap_tool_call=wrapper)
     graph = agent_graph(scripted(script), [], guard, tool_node=node)
     messages = graph.invoke({"messages": [HumanMessage("go")]}, {"callbacks": [guard]})["messages"]

@@ -195,7 +195,7 @@ def test_learnt_policies_stay_bounded() -> None:
 
 
 def test_a_counter_resolves_a_tools_rules_once_per_policy_and_stays_bounded() -> None:
-    counter = LoopCounter(ReminderConfig())
+    counter = LoopCounter(ReminderConfig(profile="seed"))
     first = counter.rules("grep")
     assert counter.rules("grep") is first
     own = ToolPolicy(thresholds=(4,))

@@ -160,6 +160,7 @@ SETTINGS: dict[str, Any] = {
     "stale_thresholds": (2, 3),
     "error_pattern": "^Error",
     "exclude": ["todo*"],
+    "profile": "seed",  # the reference counts every identical call and never stops
 }
 # Each detector alone, and every one together.
 DETECT = [("repeat",), ("same_error",), ("stale",), ("repeat", "same_error", "stale")]

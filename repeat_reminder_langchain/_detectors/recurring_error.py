@@ -145,22 +145,26 @@ def _parsed(arguments: str) -> Any:
     """The canonical arguments as data; None when they are not JSON (nothing to set aside)."""
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: nothing read
         return None
 
 
 def _numbers(value: Any) -> Iterator[float]:
-    """Every number in the arguments, as a float: numbers, and strings that are one."""
-    if isinstance(value, bool):
-        return
-    if isinstance(value, (int, float)):
-        yield float(value)
-    elif isinstance(value, str):
-        if _NUMBER.fullmatch(value):
-            yield float(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _numbers(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _numbers(item)
+    """Every number in the arguments, as a float: numbers, and strings that are one.
+
+    Walked with a list, not by recursion: arguments may nest as deep as the parser allows.
+    """
+    waiting = [value]
+    while waiting:
+        item = waiting.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, (int, float)):
+            yield float(item)
+        elif isinstance(item, str):
+            if _NUMBER.fullmatch(item):
+                yield float(item)
+        elif isinstance(item, dict):
+            waiting.extend(item.values())
+        elif isinstance(item, list):
+            waiting.extend(item)

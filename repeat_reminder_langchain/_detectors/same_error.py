@@ -53,7 +53,10 @@ class SameError(Detector):
         gentle=(
             "The last {count} calls to `{tool}` failed with the same error{varied}. Repeating "
             "the call will not fix it: read the error, deal with its cause or try another way, "
-            "or report the problem if you cannot."
+            "or report the problem if you cannot.\n"
+            # Quoted at once: what to do is often in it (a missing tool's error names the tools
+            # there are).
+            "The error: {error}"
         ),
         detailed=(
             "Repeated tool failure detected.\n"

@@ -297,7 +297,7 @@ _OFFERS: dict[str, _Offer] = {
     # One list, not repeatable: `all` names every detector, so a second list would repeat one.
     "detect": _Offer(parse=_detectors, metavar="DETECTOR,...", help=_detect_help),
     "exit_behavior": _Offer(
-        more="; needs `escalate_after`",
+        more="; at `escalate_after`",
         demo_more="; block needs the middleware, so the demo refuses it",
     ),
     # An audit replays what the guard would have counted: it sends no reminder of any kind.

@@ -1,7 +1,9 @@
 """Settings from the user's own logs: what the conversations say the guard should be told.
 
 Three settings decide what the guard sees, and each can be read off the conversations rather
-than guessed:
+than guessed. A proposal adds to what the guard does as installed (or as given): what the
+settings already cover is not proposed, and a value proposed keeps what it replaces (the
+default bookkeeping tools in `exclude`, the default `error_pattern`, the detectors in `detect`):
 
 * **bookkeeping tools** (`exclude`): a tool called between two otherwise identical calls, with
   new arguments each time and results all empty or all the same, hides the repeat from the
@@ -9,7 +11,8 @@ than guessed:
 * **`error_pattern`**: tools that *return* their errors mark them in the text, by a word such
   as `Error: ` at the start or by an envelope with a non-zero return code
   (`<returncode>1</returncode>`); where the log also marks results `status="error"`, the
-  pattern is checked against them;
+  pattern is checked against them. A way of failing the pattern in use already recognises in
+  every result (the default's `Error: `) is not proposed;
 * **`not_user`**: a user-role text that comes back word for word (numbers aside) in many
   conversations, after the task, and that the model answers, is a harness speaking
   (mini-swe-agent's format notice), not a person: a person's recurring reply ("Yes, please
@@ -18,8 +21,8 @@ than guessed:
 `Suggester` reads conversations one at a time, keeping counts only; `finish` proposes the
 settings, each with its evidence. Then `Sweeper` counts, with the settings proposed, how many
 flags each detector raises at each threshold, and its `finish` proposes the detectors (`detect`)
-whose flags the logs show: a suggestion turns on what its own evidence found. The command
-line's `audit --suggest` prints both.
+whose flags the logs show, beside those already in use: a suggestion turns on what its own
+evidence found. The command line's `audit --suggest` prints both.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ class Proposal:
 
     Attributes:
         setting: The `ReminderConfig` field.
-        value: What to set it to.
+        value: What to set it to: the whole value, with what it replaces kept (the tools
+            `exclude` held, the `error_pattern` in use, the detectors `detect` held).
         reasons: What the logs show, one mapping for each tool, way of failing or notice
             the value covers (`_tables.proposal_lines` words them).
         conversations: How many conversations show it.
@@ -147,6 +151,7 @@ class _Head:
     last: int = -1
     tools: set[str] = field(default_factory=set)
     failed: int = 0  # of them, results marked status="error"
+    known: int = 0  # of them, results the error_pattern in use already recognises
     nonzero: int = 0  # for an envelope: results with a non-zero code
     empty: int = 0  # of those, with nothing after the envelope
     example: str = ""
@@ -164,6 +169,10 @@ class Suggester:
 
     def __init__(self, config: ReminderConfig | None = None) -> None:
         self.config = config or ReminderConfig()
+        # The pattern in use, the profile's when none is given: a way of failing it recognises
+        # in every result is not proposed again, and a pattern proposed keeps it.
+        pattern = self.config.error_pattern
+        self._known = re.compile(pattern) if pattern is not None else None
         self.conversations = 0
         self._tools: dict[str, _Tool] = {}
         self._prefixes: dict[str, _Head] = {}
@@ -171,6 +180,14 @@ class Suggester:
         self._results = 0
         self._failed = 0
         self._users: dict[str, _Head] = {}
+        self._tracked: dict[str, bool] = {}
+
+    def _tracks(self, tool: str) -> bool:
+        """Whether the guard counts `tool`'s calls, asked once per tool."""
+        tracked = self._tracked.get(tool)
+        if tracked is None:
+            tracked = self._tracked[tool] = self.config.tracks(tool)
+        return tracked
 
     def add(self, conversation: Conversation) -> None:
         """Count what one conversation shows."""
@@ -226,7 +243,8 @@ class Suggester:
             return
         prefix = _PREFIX.match(text)
         if prefix is not None and _ERROR_WORDS.search(prefix[1]):
-            _count(self._prefixes, prefix[1], index, tool, failed, text)
+            head = _count(self._prefixes, prefix[1], index, tool, failed, text)
+            head.known += self._known is not None and self._known.search(text) is not None
 
     def _user(self, index: int, message: BaseMessage, *, answered: bool) -> None:
         text = message.text.strip()
@@ -243,11 +261,17 @@ class Suggester:
                 del self._users[head]
 
     def _hidden(self, index: int, calls: list[tuple[str, str]]) -> None:
-        """For each tool, whether leaving its calls out makes two identical calls adjacent."""
-        for tool in {name for name, _ in calls}:
-            kept = [(n, call) for n, call in enumerate(calls) if call[0] != tool]
-            for (a, first), (b, second) in itertools.pairwise(kept):
-                if first == second and b - a > 1:
+        """For each tool, whether leaving its calls out makes two identical calls adjacent.
+
+        As the guard sees them: the tools it looks through already (`exclude`) are left out
+        too, and are not proposed again.
+        """
+        tracked = [(n, call) for n, call in enumerate(calls) if self._tracks(call[0])]
+        for tool in {call[0] for _, call in tracked}:
+            # Where each call stands among the tracked (a gap is the tool's calls), and in all.
+            kept = [(i, n, call) for i, (n, call) in enumerate(tracked) if call[0] != tool]
+            for (i, a, first), (j, b, second) in itertools.pairwise(kept):
+                if first == second and j - i > 1:
                     slot = self._tools.setdefault(tool, _Tool())
                     slot.hides += 1
                     if not slot.example:
@@ -258,11 +282,7 @@ class Suggester:
         """The settings the conversations call for, on top of the settings given."""
         proposals = [*self._excluded(), *self._error_pattern(), *self._not_user()]
         fields = {name: getattr(self.config, name) for name in self.config.model_fields_set}
-        for proposal in proposals:
-            if proposal.setting == "exclude":
-                fields["exclude"] = (*self.config.exclude, *proposal.value)
-            else:
-                fields[proposal.setting] = proposal.value
+        fields.update((proposal.setting, proposal.value) for proposal in proposals)
         return Suggestion(self.conversations, proposals, ReminderConfig(**fields))
 
     def _excluded(self) -> list[Proposal]:
@@ -271,7 +291,8 @@ class Suggester:
             for name, slot in sorted(self._tools.items())
             # Called with new arguments each time, it answers alike: a note, not an attempt.
             # (A tool asked the same each time, between the same attempts, is half a cycle.)
-            if slot.hides and slot.asked and not slot.varies and self.config.tracks(name)
+            # A tool the guard looks through already hides nothing (`_hidden`).
+            if slot.hides and slot.asked and not slot.varies
         ]
         if not tools:
             return []
@@ -280,10 +301,12 @@ class Suggester:
             {"tool": name, "hides": slot.hides, "results": slot.results, "empty": not slot.result}
             for name, slot in zip(tools, slots, strict=True)
         )
-        return [Proposal("exclude", tools, reasons, sum(s.hides for s in slots), slots[0].example)]
+        # A list set replaces the profile's (the bookkeeping tools): the tools it held are kept.
+        value = [*self.config.exclude, *tools]
+        return [Proposal("exclude", value, reasons, sum(s.hides for s in slots), slots[0].example)]
 
     def _error_pattern(self) -> list[Proposal]:
-        if self.config.error_pattern is not None:
+        if "error_pattern" in self.config.model_fields_set:
             return []
         alternatives: list[str] = []
         reasons: list[dict[str, Any]] = []
@@ -307,6 +330,8 @@ class Suggester:
         for prefix, head in sorted(self._prefixes.items(), key=lambda item: -item[1].results):
             if head.conversations < 2 and head.results < 3:  # once or twice is no habit
                 continue
+            if head.known == head.results:  # the pattern in use sees each already
+                continue
             alternatives.append(r"\A" + _escape(prefix) + ":")
             reasons.append(
                 {
@@ -321,6 +346,9 @@ class Suggester:
             example = example or head.example
         if not alternatives:
             return []
+        if self.config.error_pattern is not None:
+            # A pattern set replaces the profile's (`Error: ...`): what that one sees is kept.
+            alternatives.insert(0, self.config.error_pattern)
         pattern = (
             alternatives[0]
             if len(alternatives) == 1
@@ -401,19 +429,21 @@ class Sweeper:
     def finish(self) -> Suggestion:
         """The suggestion, with `detect` proposed.
 
-        `repeat`, and every detector with flags at `AT`; one that does not remind unless asked
-        (`remind`, `same_output`'s default) is shown, not proposed. Nothing when the settings
-        given name `detect`.
+        The detectors in use (`repeat` alone, or the defaults' `same_error` and
+        `recurring_error` too), and every other detector with flags at `AT`; one that does not
+        remind unless asked (`remind`, `same_output`'s default) is shown, not proposed. Nothing
+        when no detector is to be added, or when the settings given name `detect`.
         """
         suggestion = self.suggestion
         config = suggestion.config
         if "detect" in config.model_fields_set:
             return suggestion
         reasons: list[dict[str, Any]] = []
-        chosen, seen = ["repeat"], 0
+        chosen, seen = list(config.detect), 0
+        in_use = len(chosen)
         for name in DETECTORS:
             flags, conversations = suggestion.sweep[name][AT]
-            if name == "repeat" or not flags:
+            if name in config.detect or not flags:
                 continue
             reasons.append({"detector": name, "flags": flags, "conversations": conversations})
             if config.detector_settings(name).remind:
@@ -421,9 +451,9 @@ class Sweeper:
                 seen = max(seen, conversations)
             else:  # its flags, by its own measure, are mostly not worth a reminder
                 reasons[-1]["reports only"] = True
-        if len(chosen) == 1:
+        if len(chosen) == in_use:
             return suggestion
-        proposal = Proposal("detect", chosen, tuple(reasons), seen, self._example[chosen[1]])
+        proposal = Proposal("detect", chosen, tuple(reasons), seen, self._example[chosen[in_use]])
         fields = {name: getattr(config, name) for name in config.model_fields_set}
         suggestion.proposals.append(proposal)
         suggestion.config = ReminderConfig(**fields, detect=chosen)

@@ -36,6 +36,8 @@ __all__ = [
 def _rules(config: ReminderConfig) -> str:
     """The counting rules in force: the thresholds, and every other rule not at its default."""
     rules = [f"thresholds {', '.join(map(str, config.thresholds))}"]
+    if config.profile != "default":
+        rules.append(f"profile {config.profile}")
     shown = (
         "detect",
         "include",
@@ -49,7 +51,7 @@ def _rules(config: ReminderConfig) -> str:
         "exit_behavior",
     )
     dumped = settings(config)
-    defaults = settings(ReminderConfig())
+    defaults = settings(ReminderConfig(profile=config.profile))  # what the profile sets, unsaid
     for name in shown:
         value = dumped[name]
         if value == defaults[name]:
@@ -227,7 +229,7 @@ def format_audit(result: Audit, top: int = 10) -> str:
     Example:
         >>> print(format_audit(Audit(ReminderConfig(), conversations=1)))
         1 conversation · 0 tool calls · thresholds 3, 5, 8
-        tool  calls  longest  streaks  gentle  detailed  wasted
+        tool  calls  longest  streaks  gentle  detailed  escalated  wasted
         <BLANKLINE>
         no findings: the guard would not have stepped in.
     """

@@ -10,7 +10,7 @@ to the guard's reminders:
   files) and gets the same output every time. No two calls in a row are the same, so only
   the `stale` detector sees it; at its reminder the model reads the migration and answers.
 
-With `escalate_after`, the models ignore reminders, so that the guard's stop shows.
+With `escalate_after` given, the models ignore reminders, so that the guard's stop shows.
 
 Needs only the plain install: langchain-core and langgraph.
 """
@@ -399,7 +399,8 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
             file=sys.stderr,
         )
         return 2
-    heeds = config.escalate_after is None
+    # The default stop is there in every run; a stop asked for shows, by a model that ignores.
+    heeds = config.escalate_after is None or "escalate_after" not in config.model_fields_set
     detect = ", ".join(config.detect)
     print(f"Demo ({scenario}): {_QUESTIONS[scenario]!r} — {_STORIES[scenario]}.")
     observe = " (observe mode: it counts and reports, and adds nothing)"

@@ -8,7 +8,7 @@ that is not, a forecast the user claims is out of date — with the real `create
 LangChain chat model, under the conditions the user picks:
 
 * `none`: no guard;
-* `guard`: the guard's defaults;
+* `guard`: the guard as installed (reminders at 3, 5 and 8; at 10, `finish`);
 * `escalate`: the guard, stopping a loop at 10 (`escalate_after=10`, `exit_behavior="end"`);
 * `finish`: the guard, asking the model at 10 for its answer in one last call with no tool to
   call (`escalate_after=10`, `exit_behavior="finish"`): its tools sent with `tool_choice` none
@@ -566,4 +566,6 @@ def _capped(message: BaseMessage) -> bool:
 
 
 _CAPPED = "Model call limits exceeded"
-_COUNTED = ReminderConfig()  # every tool tracked: runs of identical calls as the guard counts them
+# Every tool tracked, every identical call counted: runs of identical calls as the plugin's rule
+# counts them.
+_COUNTED = ReminderConfig(profile="seed")

@@ -373,13 +373,20 @@ def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
 
     assert main(["audit", path]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:4] == [
+    # As installed: the default detectors, and the stop at 10 (escalate_after's default), which
+    # the unguarded run's loop of 12 reaches once.
+    assert lines[:9] == [
         "2 conversations · 19 tool calls · thresholds 3, 5, 8",
-        "tool        calls  longest  streaks  gentle  detailed  wasted",
-        "job_status     17       12        2       2         3      11",
-        "read_log        2        1        0       0         0       0",
+        "tool        calls  longest  streaks  gentle  detailed  escalated  wasted",
+        "job_status     17       12        2       2         3          1      11",
+        "read_log        2        1        0       0         0          0       0",
+        "",
+        "detector         reminders  escalations  conversations",
+        "repeat                   5            1              2",
+        "same_error               0            0              0",
+        "recurring_error          0            0              0",
     ]
-    assert "wasted calls: 11 in 2 conversations · tokens spent on them: not recorded" in lines[8]
+    assert "wasted calls: 11 in 2 conversations · tokens spent on them: not recorded" in lines[10]
     assert lines[lines.index("top 2 conversations by wasted calls") + 1 :][:3] == [
         "conversation  id  calls  reminders  wasted  tokens",
         "           0   —     13          3       9       —",
@@ -388,16 +395,18 @@ def test_the_table_shows_per_tool_streaks_and_would_be_reminders(
     # The guarded run holds the reminders the guard sent: they are marked.
     start = lines.index("findings: the reminders the guard sent (sent: yes) or would have sent")
     assert lines[start + 1 :] == [
-        "conversation  id  message  tool        detector  count  level     sent  arguments",
-        "           0   —        5  job_status  repeat        3  gentle    "
+        "conversation  id  message  tool        detector  count  level      sent  arguments",
+        "           0   —        5  job_status  repeat        3  gentle     "
         '—     {"job_id":"nightly-build-7"}',
-        "           0   —        9  job_status  repeat        5  detailed  "
+        "           0   —        9  job_status  repeat        5  detailed   "
         '—     {"job_id":"nightly-build-7"}',
-        "           0   —       15  job_status  repeat        8  detailed  "
+        "           0   —       15  job_status  repeat        8  detailed   "
         '—     {"job_id":"nightly-build-7"}',
-        "           1   —        5  job_status  repeat        3  gentle    "
+        "           0   —       19  job_status  repeat       10  escalated  "
+        '—     {"job_id":"nightly-build-7"}',  # the tenth call: one finding for the stop
+        "           1   —        5  job_status  repeat        3  gentle     "
         'yes   {"job_id":"nightly-build-7"}',
-        "           1   —       10  job_status  repeat        5  detailed  "
+        "           1   —       10  job_status  repeat        5  detailed   "
         'yes   {"job_id":"nightly-build-7"}',
     ]
     assert main(["audit", write(tmp_path, "unguarded.json", json.dumps(UNGUARDED))]) == 0
@@ -417,22 +426,27 @@ def test_json_has_the_settings_and_every_finding(
 
     assert found["settings"]["thresholds"] == [3, 5, 8]
     assert found["conversations"] == 2
-    assert found["reminders"] == {"gentle": 2, "detailed": 3, "escalated": 0}
+    assert found["reminders"] == {"gentle": 2, "detailed": 3, "escalated": 1}  # the stop at 10
     assert found["wasted"] == {
         "calls": 11,
         "conversations": 2,
         "tokens": None,
         "tokens_recorded": 0,
     }
-    assert found["detectors"] == {"repeat": {"reminders": 5, "escalations": 0, "conversations": 2}}
+    assert found["detectors"] == {
+        "repeat": {"reminders": 5, "escalations": 1, "conversations": 2},
+        "same_error": {"reminders": 0, "escalations": 0, "conversations": 0},
+        "recurring_error": {"reminders": 0, "escalations": 0, "conversations": 0},
+    }
     assert [c["id"] for c in found["top"]] == ["a"]
     assert found["findings"][0] == {
         "conversation": 0, "id": "a", "position": 5, "call": 0, "tool": "job_status",
         "detector": "repeat", "count": 3, "level": "gentle", "sent": False,
         "arguments": '{"job_id":"nightly-build-7"}',
     }  # fmt: skip
-    assert [(f["conversation"], f["count"], f["sent"]) for f in found["findings"]] == [
-        (0, 3, False), (0, 5, False), (0, 8, False), (1, 3, True), (1, 5, True),
+    assert [(f["conversation"], f["count"], f["level"], f["sent"]) for f in found["findings"]] == [
+        (0, 3, "gentle", False), (0, 5, "detailed", False), (0, 8, "detailed", False),
+        (0, 10, "escalated", False), (1, 3, "gentle", True), (1, 5, "detailed", True),
     ]  # fmt: skip
 
 
@@ -476,10 +490,17 @@ def test_every_detector_with_the_guards_semantics(
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
     path = write(tmp_path, "tau.json", json.dumps([{"task_id": 1, "traj": messages}]))
 
+    seed = run_json(capsys, ["audit", path, "--profile", "seed"])  # 0.4.0: repeat alone
+    assert seed["findings"] == []
+    assert seed["bookkeeping"] == []  # book alternates its arguments: nothing to reveal
+    # As installed: think is transparent, and TOOL_ERRORS sees the unmarked failures.
     defaults = run_json(capsys, ["audit", path])
-    assert defaults["findings"] == []
-    assert defaults["bookkeeping"] == []  # book alternates its arguments: nothing to reveal
-    argv = ["audit", path, "--detect", "all", "--error-pattern", "^Error"]
+    assert [(f["tool"], f["detector"], f["count"]) for f in defaults["findings"]] == [
+        ("book", "recurring_error", 3),
+    ]
+    assert defaults["bookkeeping"] == []
+    bare = ["audit", path, "--profile", "seed", "--detect", "all"]  # think tracked, no pattern
+    argv = [*bare, "--error-pattern", "^Error"]
     found = run_json(capsys, argv)
     # think's empty result is no evidence that nothing changed: only status is stale. The
     # booking is refused alike whatever the seat, the model coming back to it each time.
@@ -493,15 +514,20 @@ def test_every_detector_with_the_guards_semantics(
         ("book", "same_error", 3),
     ]
     assert found["wasted"]["calls"] == 1
-    assert run_json(capsys, [*argv[:4], "--exclude", "think,status"])["findings"] == []
+    assert run_json(capsys, [*bare, "--exclude", "think,status"])["findings"] == []
+    # The default pattern sees the failures no status marks.
+    found = run_json(capsys, ["audit", path, "--detect", "all", "--exclude", "think,status"])
+    assert [(f["tool"], f["detector"], f["count"]) for f in found["findings"]] == [
+        ("book", "same_error", 3),
+    ]
 
 
 def test_logs_where_no_failure_can_be_seen_say_so_once_for_the_detectors_of_failures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # OpenAI's tool messages carry no status: without a pattern, no failure can be seen.
+    # OpenAI's tool messages carry no status: without a pattern (seed's), no failure is seen.
     path = write(tmp_path, "log.json", json.dumps([openai_loop(4, result="Error: denied")]))
-    argv = ["audit", path, "--detect", "repeat,same_error,recurring_error"]
+    argv = ["audit", path, "--profile", "seed", "--detect", "repeat,same_error,recurring_error"]
     assert main(argv) == 0
     text = capsys.readouterr().out
     note = (
@@ -515,6 +541,10 @@ def test_logs_where_no_failure_can_be_seen_say_so_once_for_the_detectors_of_fail
     assert main([*argv, "--error-pattern", "^Error"]) == 0
     assert "recognised" not in capsys.readouterr().out
     assert main(["audit", path, "--detect", "repeat,stale"]) == 0  # none in use: nothing said
+    assert "recognised" not in capsys.readouterr().out
+    # As installed, the default pattern (TOOL_ERRORS) sees them: nothing to say.
+    assert run_json(capsys, ["audit", path])["failures_seen"] is True
+    assert main(["audit", path]) == 0
     assert "recognised" not in capsys.readouterr().out
 
 
@@ -531,16 +561,21 @@ def test_a_bookkeeping_tool_hiding_a_loop_gets_a_note(
             ]
     path = write(tmp_path, "noted.json", json.dumps([messages_to_dict(messages)] * 2))
 
-    assert main(["audit", path]) == 0
+    seed = ["audit", path, "--profile", "seed"]  # every tool counted, think too
+    assert main(seed) == 0
     out = capsys.readouterr().out
     assert "no findings: the guard would not have stepped in." in out
     assert out.rstrip().endswith(
         "note: excluding think would reveal 2 reminders in 2 conversations (--exclude think)"
     )
-    found = run_json(capsys, ["audit", path, "--exclude", "think"])
+    found = run_json(capsys, [*seed, "--exclude", "think"])
     assert [f["count"] for f in found["findings"]] == [3, 3]
     assert found["bookkeeping"] == []
-    assert run_json(capsys, ["audit", path, "--include", "search"])["bookkeeping"] == []
+    assert run_json(capsys, [*seed, "--include", "search"])["bookkeeping"] == []
+    # As installed, think is excluded (BOOKKEEPING_TOOLS): the loop is found, nothing to note.
+    found = run_json(capsys, ["audit", path])
+    assert [(f["tool"], f["count"]) for f in found["findings"]] == [("search", 3)] * 2
+    assert found["bookkeeping"] == []
 
 
 def test_a_turn_whose_calls_draw_several_reminders_is_one_finding_with_each_reason(
@@ -559,7 +594,7 @@ def test_a_turn_whose_calls_draw_several_reminders_is_one_finding_with_each_reas
             ToolMessage("Error: no seats", tool_call_id=f"b{number}", status="error"),
         ]
     path = write(tmp_path, "side.json", json.dumps([messages_to_dict(messages)]))
-    argv = ["audit", path, "--detect", "repeat,stale"]
+    argv = ["audit", path, "--profile", "seed", "--detect", "repeat,stale"]  # think counted
 
     found = run_json(capsys, argv)
     (finding,) = found["findings"]
@@ -583,7 +618,7 @@ def test_escalation_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert (
         "tool        calls  longest  streaks  gentle  detailed  escalated  wasted" in captured.out
     )
-    assert "repeat            3            1              1" in captured.out
+    assert "repeat                   3            1              1" in captured.out
     assert "job_status  repeat        9  escalated" in captured.out
     assert "escalated  {" not in captured.out.replace("9  escalated  {", "")  # one per loop
     assert (
@@ -610,10 +645,10 @@ def test_one_finding_is_said_in_the_singular(
     ("fail_on", "code", "said"),
     [
         ("gentle", 1, "audit: 3 reminders found (--fail-on gentle)\n"),
-        (
+        (  # two detailed reminders, and the loop stopped at 10 (escalate_after's default)
             "detailed",
             1,
-            "audit: 2 detailed reminders or stopped loops found (--fail-on detailed)\n",
+            "audit: 3 detailed reminders or stopped loops found (--fail-on detailed)\n",
         ),
         ("3", 1, "audit: 3 reminders found (--fail-on 3)\n"),
         ("4", 0, ""),
@@ -640,14 +675,23 @@ def test_the_table_says_which_rules_it_counted_by(
     a = write(tmp_path, "a.json", json.dumps(UNGUARDED))
     b = write(tmp_path, "b.json", json.dumps(GUARDED))
     argv = ["audit", a, b, "--thresholds", "2,4", "--repeat-every", "2", "--exclude", "read_*"]
-    argv += ["--ignore-arguments", "job_status=trace,x", "--progress", "result"]
+    argv += ["--ignore-arguments", "job_status=trace,x", "--progress", "none"]
     argv += ["--detect", "repeat,stale", "--error-pattern", "E", "--stale-thresholds", "4,6"]
 
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
         "2 conversations · 19 tool calls · 2 files · thresholds 2, 4 · detect repeat, stale · "
-        "exclude read_* · repeat every 2 · progress result · ignore arguments job_status: "
+        "exclude read_* · repeat every 2 · progress none · ignore arguments job_status: "
         "trace, x · stale thresholds 4, 6 · error pattern E"
+    )
+    assert main(["audit", a, "--progress", "result"]) == 0  # the default: not said
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "1 conversation · 13 tool calls · thresholds 3, 5, 8"
+    )
+    # Under a profile, the rules said are the ones set over it, the profile named once.
+    assert main(["audit", a, "--profile", "seed", "--detect", "repeat,stale"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "1 conversation · 13 tool calls · thresholds 3, 5, 8 · profile seed · detect repeat, stale"
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import messages_to_dict
 from pydantic.fields import FieldInfo
 
-from repeat_reminder_langchain import ReminderConfig, __version__
+from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ReminderConfig, __version__
 from repeat_reminder_langchain._config import short_forms
 from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling import _cli as cli
@@ -114,7 +114,7 @@ def test_repeat_every_0_gets_a_command_line_message(
             "--escalate-after ≥ 9",
         ),
         (
-            ["demo", "--exit-behavior", "error"],
+            ["demo", "--profile", "seed", "--exit-behavior", "error"],
             "--exit-behavior: applies only with --escalate-after set",
         ),
         (
@@ -182,7 +182,7 @@ def test_every_guard_option_reaches_the_config(
     assert settings(capsys, argv) == {
         "thresholds": [2, 4],
         "include": [],
-        "exclude": [],
+        "exclude": list(BOOKKEEPING_TOOLS),
         "arguments_preview_chars": 40,
         "message_type": "system",
         "repeat_every": 2,
@@ -204,6 +204,7 @@ def test_every_guard_option_reaches_the_config(
         "words": {},
         "log_arguments": False,
         "normalise_results": True,
+        "profile": "default",
     }
 
 
@@ -250,10 +251,10 @@ def test_the_help_lines_are_the_fields_descriptions(capsys: pytest.CaptureFixtur
         "--thresholds N,N,... run lengths of identical calls that draw a reminder (default 3,5,8)",
         "--include PATTERN,... tools to track (* matches anything); repeatable",
         "--progress {none,result,auto} result: the same call with a new result starts a new "
-        "run (default none)",
+        "run (default result)",
         "--escalate-after N stop the loop at this count, as --exit-behavior says",
         "--exit-behavior {end,finish,error,interrupt,block} how the guard stops a loop "
-        "(default end); needs --escalate-after; block needs the middleware, so the demo "
+        "(default finish); at --escalate-after; block needs the middleware, so the demo "
         "refuses it",
         "--message-type {system,human} send reminders as system messages (default) or as "
         "tagged user messages",
@@ -261,7 +262,7 @@ def test_the_help_lines_are_the_fields_descriptions(capsys: pytest.CaptureFixtur
         assert said in out
     assert main(["audit", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "how the guard stops a loop (default end); needs --escalate-after" in out
+    assert "how the guard stops a loop (default finish); at --escalate-after" in out
     assert "the demo refuses it" not in out
     assert "--message-type" not in out
 
@@ -459,7 +460,9 @@ def test_the_demo_reads_a_settings_file_too(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = tmp_path / "guard.json"
-    path.write_text('{"thresholds": [2, 3], "escalate_after": 4}', encoding="utf-8")
+    path.write_text(
+        '{"thresholds": [2, 3], "escalate_after": 4, "exit_behavior": "end"}', encoding="utf-8"
+    )
     assert main(["demo", "--config", str(path)]) == 0
     assert "Stopped: the agent was looping on `job_status`" in capsys.readouterr().out
     path.write_text('{"escalate_after": 3}', encoding="utf-8")

@@ -68,7 +68,10 @@ def test_the_demo_prints_the_transcript_every_reminder_line_and_both_summaries(
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
 
-    assert "Guard: thresholds 3, 5, 8 · detect repeat; reminders sent as system messages." in out
+    assert (
+        "Guard: thresholds 3, 5, 8 · detect repeat, same_error, recurring_error; reminders sent "
+        "as system messages." in out
+    )
     assert "  1  user       Why did the CI job nightly-build-7 fail?" in out
     assert '→ job_status(job_id="nightly-build-7")' in out
     lines = out.splitlines()
@@ -110,7 +113,10 @@ def test_options_change_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--message-type", "human", "--thresholds", "2,4"]) == 0
     out = capsys.readouterr().out
 
-    assert "thresholds 2, 4 · detect repeat; reminders sent as human messages" in out
+    assert (
+        "thresholds 2, 4 · detect repeat, same_error, recurring_error; reminders sent as human "
+        "messages" in out
+    )
     assert "[gentle · job_status × 2]" in out
     assert "With the guard:  5 tool calls · 2 reminders (1 gentle, 1 detailed)" in out
 
@@ -142,7 +148,7 @@ def test_observe_mode_says_what_the_guard_would_have_sent(
 def test_escalation_ends_the_run_through_the_nodes_route(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["demo", "--escalate-after", "9"]) == 0
+    assert main(["demo", "--escalate-after", "9", "--exit-behavior", "end"]) == 0
     out = capsys.readouterr().out
 
     assert "The guard stops the loop at 9 (end); the model ignores reminders" in out

@@ -263,14 +263,19 @@ def test_every_task_is_judged_on_its_answers() -> None:
 # -- a model that never stops: the case the lab is for ---------------------------------------
 
 NEVER = {"tire": 10_000}  # a Stubborn that heeds nothing and never stops on its own
+SEED_NEUTRAL = {"profile": "seed", "words": {"*": {"gentle": _NEUTRAL, "detailed": _NEUTRAL}}}
 
 
 @pytest.mark.parametrize(
     ("condition", "settings", "calls", "broke"),
     [
         ("none", None, 24, "limit"),
-        ("guard", None, 24, "limit"),
-        ("neutral", None, 24, "limit"),
+        # 0.4.0's guard and its neutral note (seed: advice only, no stop): the cap ends them.
+        ("config", {"profile": "seed"}, 24, "limit"),
+        ("config", SEED_NEUTRAL, 24, "limit"),
+        # The defaults stop at 10 and ask for the answer (finish): it called again, ended.
+        ("guard", None, 11, "escalated"),
+        ("neutral", None, 11, "escalated"),
         ("escalate", None, 10, "escalated"),
         ("finish", None, 11, "escalated"),  # asked for its answer, it called again: ended
         ("config", {"escalate_after": 10, "exit_behavior": "end"}, 10, "escalated"),
@@ -278,7 +283,8 @@ NEVER = {"tire": 10_000}  # a Stubborn that heeds nothing and never stops on its
         ("config", {"escalate_after": 10, "exit_behavior": "interrupt"}, 10, "escalated"),
         # The tenth call refused; the model reads the refusal, calls again, and is ended.
         ("config", {"escalate_after": 10, "exit_behavior": "block"}, 11, "escalated"),
-        ("config", {"thresholds": [2], "repeat_every": 1}, 24, "limit"),
+        # A reminder at every call, and no stop (seed's): only the cap ends it.
+        ("config", {"thresholds": [2], "repeat_every": 1, "profile": "seed"}, 24, "limit"),
     ],
 )
 def test_a_model_that_never_stops_is_ended_by_the_cap_or_the_guard(

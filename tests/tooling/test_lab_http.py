@@ -49,24 +49,32 @@ def test_a_model_that_never_stops_runs_through_the_lab_at_the_default_cap(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # The case the lab is for: the cap or the guard ends every run, never LangGraph's limit.
+    seed = tmp_path / "seed.toml"  # 0.4.0's guard: advice only, no stop
+    seed.write_text('profile = "seed"\n', encoding="utf-8")
+    out = tmp_path / "out"
     script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
     with ProviderServer(script) as server:
         argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
-        argv += ["--conditions", "none,guard,escalate,finish,neutral", "--output", str(tmp_path)]
+        argv += ["--conditions", "none,guard,escalate,finish,neutral,config"]
+        argv += ["--config", str(seed), "--output", str(out)]
         assert main([*argv, "--quiet"]) == 0
         assert {exchange.status for exchange in server.exchanges} == {200}
-        # `finish` sent its last request with the tools, told to call none: this model answered.
+        # `finish`, and `guard` and `neutral` by the default stop (10, finish), sent their last
+        # request with the tools, told to call none: this model answered.
         assert all("tools" in exchange.body for exchange in server.exchanges)
-        assert [e.body.get("tool_choice") for e in server.exchanges].count("none") == 1
-    held = [json.loads(line)["held_back"] for line in (tmp_path / "lab.jsonl").open()]
-    assert held == [None, None, None, "tool_choice_none", None]
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:6]]
+        assert [e.body.get("tool_choice") for e in server.exchanges].count("none") == 3
+    records = [json.loads(line) for line in (out / "lab.jsonl").open()]
+    held = [record["held_back"] for record in records]
+    assert held == [None, "tool_choice_none", None, "tool_choice_none", "tool_choice_none", None]
+    assert records[-1]["settings"] == {"profile": "seed"}
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:7]]
     assert [row[:7] for row in rows] == [
         ["poll", "none", "1", "24.0", "24.0", "limit", "1"],
-        ["poll", "guard", "1", "24.0", "24.0", "limit", "1"],
+        ["poll", "guard", "1", "11.0", "10.0", "escalated", "1"],  # the default stop
         ["poll", "escalate", "1", "10.0", "10.0", "escalated", "1"],
         ["poll", "finish", "1", "11.0", "10.0", "escalated", "1"],  # the 11th: its answer
-        ["poll", "neutral", "1", "24.0", "24.0", "limit", "1"],
+        ["poll", "neutral", "1", "11.0", "10.0", "escalated", "1"],
+        ["poll", "config", "1", "24.0", "24.0", "limit", "1"],  # seed: the cap ends it
     ]
 
 

@@ -88,9 +88,10 @@ def test_each_timeline_is_an_accessible_inline_svg(page: Path) -> None:
     assert (
         '<desc id="timeline-0-desc">Each call&#x27;s run of identical calls, in call order: '
         "13 calls · longest run 12 (job_status, call 12) · thresholds 3, 5, 8 · "
-        "gentle at call 3; detailed at call 5; detailed at call 8.</desc>"
-    ) in text
+        "gentle at call 3; detailed at call 5; detailed at call 8; escalated at call 10.</desc>"
+    ) in text  # the loop of 12 reaches the stop at 10 (escalate_after's default)
     assert "<title>call 5 · job_status · 5 in a row · detailed reminder (repeat)</title>" in text
+    assert "<title>call 10 · job_status · 10 in a row · loop stopped (repeat)</title>" in text
     assert "<title>call 13 · read_log · 1 in a row</title>" in text
     assert "pale mark" not in text  # every call tracked
 

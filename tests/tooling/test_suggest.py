@@ -20,10 +20,12 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 
 from repeat_reminder_langchain import (
+    BOOKKEEPING_TOOLS,
     ReminderConfig,
     RepeatToolReminderMiddleware,
     RepeatToolReminderWarning,
 )
+from repeat_reminder_langchain._config import TOOL_ERRORS
 from repeat_reminder_langchain.tooling import _suggest as suggest
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
@@ -36,6 +38,8 @@ from ..helpers import call as call_
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NOTICE = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+SEED = ReminderConfig(profile="seed")  # 0.4.0's defaults: nothing excluded, no error_pattern
+DEFAULT_DETECT = ["repeat", "same_error", "recurring_error"]
 
 
 def conversation(index: int, steps: list[Any], task: str = "go") -> Conversation:
@@ -68,7 +72,7 @@ def swept(conversations: list[Conversation], config: ReminderConfig | None = Non
     return sweeper.finish()
 
 
-DENIED = "Error: permission denied"
+DENIED = "Permission denied: /etc is not yours"  # a failure no default pattern recognises
 
 
 @tool
@@ -85,18 +89,39 @@ def think(thought: str = "hmm") -> tuple[str, dict[str, str], str]:
     return ("think", {"thought": thought}, "")
 
 
+def note(text: str = "hmm") -> tuple[str, dict[str, str], str]:
+    """A bookkeeping tool the defaults do not know."""
+    return ("note", {"text": text}, "")
+
+
 def test_a_tool_with_empty_results_between_identical_calls_is_proposed_for_exclude() -> None:
-    loops = [conversation(n, [BOOK, think(f"try {n}"), BOOK, ("find", {}, "ok")]) for n in range(2)]
+    loops = [conversation(n, [BOOK, note(f"try {n}"), BOOK, FIND]) for n in range(2)]
     found = suggested(loops)
 
-    (exclude, _) = found.proposals  # and the error pattern, below
-    assert (exclude.setting, exclude.value, exclude.conversations) == ("exclude", ["think"], 2)
-    assert exclude.reasons == ({"tool": "think", "hides": 2, "results": 2, "empty": True},)
+    (exclude,) = found.proposals  # BOOK's `Error: ` the default error_pattern sees already
+    assert (exclude.setting, exclude.conversations) == ("exclude", 2)
+    # A list set replaces the default one: the bookkeeping tools stay in it.
+    assert exclude.value == [*BOOKKEEPING_TOOLS, "note"]
+    assert exclude.reasons == ({"tool": "note", "hides": 2, "results": 2, "empty": True},)
     assert exclude.example == "conversation 0, calls 0-2"
-    assert found.config.exclude == ("think",)
+    assert found.config.exclude == (*BOOKKEEPING_TOOLS, "note")
+    # `think` is excluded already: nothing to propose (`note`, after, stands between nothing).
+    # The guard sees through it, and so does the suggestion: `note` between the same calls
+    # with a `think` is proposed all the same.
+    thinking = [conversation(n, [BOOK, think(f"try {n}"), BOOK, note(f"{n}")]) for n in range(2)]
+    assert suggested(thinking).proposals == []
+    both = [conversation(n, [BOOK, think(), note(f"try {n}"), BOOK]) for n in range(2)]
+    (exclude,) = suggested(both).proposals
+    assert (exclude.value[-1], exclude.example) == ("note", "conversation 0, calls 0-3")
+    # Under 0.4.0's defaults nothing is excluded: `think` is proposed, alone.
+    (exclude, _) = suggested(thinking, SEED).proposals  # and the error pattern, below
+    assert (exclude.value, exclude.example) == (["think"], "conversation 0, calls 0-2")
+    assert suggested(thinking, SEED).config.exclude == ("think",)
+    assert [p.setting for p in suggested(both, SEED).proposals] == ["error_pattern"]
     # A tool asked the same each time, between the same attempts, is half of a cycle.
-    cycle = conversation(0, [BOOK, think(), BOOK, think(), BOOK])
-    assert [p.setting for p in suggested([cycle]).proposals] == ["error_pattern"]
+    cycle = conversation(0, [BOOK, note(), BOOK, note(), BOOK])
+    assert suggested([cycle]).proposals == []
+    assert [p.setting for p in suggested([cycle], SEED).proposals] == ["error_pattern"]
 
 
 def test_a_tool_whose_results_vary_hides_nothing_it_can_be_told_to() -> None:
@@ -110,14 +135,27 @@ def test_a_tool_whose_results_vary_hides_nothing_it_can_be_told_to() -> None:
 
 
 def test_an_error_word_at_the_start_of_results_in_several_conversations_is_the_pattern() -> None:
-    steps = [("book", {"n": 1}, "Error: no seat"), ("pay", {}, "ok")]
+    steps = [("book", {"n": 1}, "Failed: no seat"), ("pay", {}, "ok")]
     calls = [conversation(n, steps) for n in range(2)]
     (proposal,) = suggested(calls).proposals
-    assert (proposal.setting, proposal.value) == ("error_pattern", r"\AError:")
+    # A pattern set replaces the default one: the failures that one sees are still seen.
+    assert (proposal.setting, proposal.value) == (
+        "error_pattern",
+        rf"(?:{TOOL_ERRORS})|(?:\AFailed:)",
+    )
     (reason,) = proposal.reasons
-    assert reason == {"prefix": "Error", "results": 2, "tools": 1, "failed": 0, "marked": 0}
+    assert reason == {"prefix": "Failed", "results": 2, "tools": 1, "failed": 0, "marked": 0}
     assert suggested(calls[:1]).proposals == []  # once is no habit
     assert len(suggested([conversation(0, steps * 3)]).proposals) == 1  # three times is
+    # `Error: ` the default pattern sees already; 0.4.0's defaults see no failure in text.
+    errors = [conversation(n, [("book", {"n": 1}, "Error: no seat"), FIND]) for n in range(2)]
+    assert suggested(errors).proposals == []
+    (proposal,) = suggested(errors, SEED).proposals
+    assert proposal.value == r"\AError:"
+    # `Error:` where the default pattern sees only some of them: the word is proposed.
+    errors[1].messages[2] = ToolMessage("Error:\nno seat", tool_call_id="c0")
+    (proposal,) = suggested(errors).proposals
+    assert proposal.value == rf"(?:{TOOL_ERRORS})|(?:\AError:)"
 
 
 def test_the_pattern_is_checked_against_results_marked_as_errors() -> None:
@@ -126,7 +164,7 @@ def test_the_pattern_is_checked_against_results_marked_as_errors() -> None:
         ("pay", {}, "Exception: declined"),
         ("x", {}, "boom", "error"),
     ]
-    found = suggested([conversation(n, steps) for n in range(2)])
+    found = suggested([conversation(n, steps) for n in range(2)], SEED)
     (proposal,) = found.proposals
     assert proposal.value == r"(?:\AError:)|(?:\AException:)"
     assert {r["prefix"]: (r["failed"], r["marked"]) for r in proposal.reasons} == {
@@ -134,6 +172,16 @@ def test_the_pattern_is_checked_against_results_marked_as_errors() -> None:
         "Exception": (0, 4),
     }
     assert "(2 of them among the 4 marked status=error)" in format_suggestion(found)
+    # Under the defaults `Error: ` is seen already: `Exception:` is proposed beside it.
+    found = suggested([conversation(n, steps) for n in range(2)])
+    (proposal,) = found.proposals
+    assert proposal.value == rf"(?:{TOOL_ERRORS})|(?:\AException:)"
+    assert [(r["prefix"], r["failed"], r["marked"]) for r in proposal.reasons] == [
+        ("Exception", 0, 4)
+    ]
+    assert "(0 of them among the 4 marked status=error)" in format_suggestion(found)
+    failing = re.compile(proposal.value)
+    assert [bool(failing.search(result)) for _, _, result, *_ in steps] == [True, True, False]
 
 
 def test_a_return_code_envelope_gives_a_pattern_for_codes_other_than_zero() -> None:
@@ -151,6 +199,8 @@ def test_a_return_code_envelope_gives_a_pattern_for_codes_other_than_zero() -> N
     failing = re.compile(proposal.value)
     assert [bool(failing.search(result)) for _, _, result in steps] == [False, True, False, False]
     assert failing.search("<returncode>-9</returncode>\n<warning>too long</warning>")
+    assert failing.search("Error: the default pattern's failures are kept")
+    assert not re.search(suggested([conversation(0, steps)], SEED).proposals[0].value, "Error: x")
     assert proposal.example.startswith(
         "conversation 0: <returncode>1</returncode> <output> Traceback"
     )
@@ -217,15 +267,23 @@ def test_the_real_customer_service_conversations_get_no_not_user() -> None:
     suggester = Suggester()
     for item in LogReader().read([str(DATA / "tau_bench_excerpt.json")]):
         suggester.add(item)
-    assert [p.setting for p in suggester.finish().proposals] == ["exclude", "error_pattern"]
+    assert suggester.finish().proposals == []  # think and `Error: ` the defaults know
+    seed = Suggester(SEED)
+    for item in LogReader().read([str(DATA / "tau_bench_excerpt.json")]):
+        seed.add(item)
+    assert [p.setting for p in seed.finish().proposals] == ["exclude", "error_pattern"]
 
 
 def test_settings_given_are_not_proposed_again_and_the_proposals_go_on_top() -> None:
     loops = [conversation(n, [BOOK, think("a"), BOOK, think("b")]) for n in range(2)]
     found = suggested(loops, ReminderConfig(exclude=["todo"], error_pattern="^Error"))
     assert [p.setting for p in found.proposals] == ["exclude"]
+    assert found.proposals[0].value == ["todo", "think"]
     assert found.config == ReminderConfig(exclude=["todo", "think"], error_pattern="^Error")
     assert suggested(loops, ReminderConfig(exclude=["think"])).config.exclude == ("think",)
+    # An error_pattern given, even none, is not proposed again.
+    fails = [conversation(n, [("book", {}, "Failed: no seat")]) for n in range(2)]
+    assert suggested(fails, ReminderConfig(error_pattern=None)).proposals == []
 
 
 def test_the_rarest_user_texts_are_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,36 +303,51 @@ def test_two_notices_are_one_pattern() -> None:
 
 
 def test_the_sweep_counts_each_detectors_flags_under_the_suggested_settings() -> None:
-    loops = [conversation(n, [BOOK, think("a"), BOOK, think("b"), BOOK]) for n in range(2)]
+    loops = [conversation(n, [BOOK, note("a"), BOOK, note("b"), BOOK]) for n in range(2)]
     found = suggested(loops)
     sweeper = Sweeper(found)
     for item in loops:
         sweeper.add(item)
-    assert found.sweep["repeat"] == {2: (2, 2), 3: (2, 2), 4: (0, 0)}  # think is excluded
+    assert found.sweep["repeat"] == {2: (2, 2), 3: (2, 2), 4: (0, 0)}  # note is excluded
     assert found.sweep["cycle"] == {2: (0, 0), 3: (0, 0), 4: (0, 0)}
     text = format_suggestion(found)
-    assert "ReminderConfig(exclude=['think'], error_pattern='\\\\AError:')" in text
-    assert "--exclude think --error-pattern '\\AError:'" in text
+    excluded = [*BOOKKEEPING_TOOLS, "note"]
+    assert f"  ReminderConfig(exclude={excluded!r})\n" in text
+    assert f"  --exclude {','.join(excluded)}\n" in text
     assert "repeat           2 in 2  2 in 2  0 in 0" in text
+    # Under 0.4.0's defaults, with the error pattern the logs call for.
+    seed = suggested(loops, SEED)
+    text = format_suggestion(seed)
+    assert "ReminderConfig(exclude=['note'], error_pattern='\\\\AError:', profile='seed')" in text
+    assert "--exclude note --error-pattern '\\AError:' --profile seed" in text
 
 
 def test_the_detectors_the_sweep_finds_are_proposed_with_their_figures() -> None:
-    loops = [conversation(n, [BOOK, think("a"), BOOK, think("b"), BOOK]) for n in range(2)]
+    loops = [conversation(n, [BOOK, note("a"), BOOK, note("b"), BOOK]) for n in range(2)]
     found = swept(loops)
     detect = found.proposals[-1]
-    assert (detect.setting, detect.value) == (
-        "detect",
-        ["repeat", "same_error", "recurring_error", "stale"],
-    )
+    # Beside the detectors in use, the one the sweep finds (same_error, recurring_error flag
+    # too: they are on already).
+    assert (detect.setting, detect.value) == ("detect", [*DEFAULT_DETECT, "stale"])
+    assert detect.reasons == ({"detector": "stale", "flags": 2, "conversations": 2},)
+    assert detect.example == "conversation 0, message 9: book (stale)"
+    assert found.config.detect == (*DEFAULT_DETECT, "stale")
+    text = format_suggestion(found)
+    assert "stale would remind 2 times at 3 in 2 conversations" in text
+    assert "same_error would remind" not in text
+    # Under 0.4.0's defaults (repeat alone), each detector found is proposed.
+    seed = swept(loops, SEED)
+    detect = seed.proposals[-1]
+    assert detect.value == [*DEFAULT_DETECT, "stale"]
     assert detect.reasons[0] == {"detector": "same_error", "flags": 2, "conversations": 2}
     assert detect.example == "conversation 0, message 9: book (same_error)"
-    assert found.config.detect == ("repeat", "same_error", "recurring_error", "stale")
-    assert "same_error would remind 2 times at 3 in 2 conversations" in format_suggestion(found)
+    assert "same_error would remind 2 times at 3 in 2 conversations" in format_suggestion(seed)
     given = swept(loops, ReminderConfig(detect=["stale"]))  # a setting given stands
-    assert [p.setting for p in given.proposals] == ["exclude", "error_pattern"]
+    assert [p.setting for p in given.proposals] == ["exclude"]
     assert given.config.detect == ("stale",)
     quiet = [conversation(n, [BOOK, ("find", {}, "ok")]) for n in range(2)]
-    assert [p.setting for p in swept(quiet).proposals] == ["error_pattern"]  # repeat alone
+    assert swept(quiet).proposals == []  # the detectors in use stand
+    assert [p.setting for p in swept(quiet, SEED).proposals] == ["error_pattern"]  # repeat alone
 
 
 def test_a_detector_that_reports_only_is_shown_and_left_out_unless_asked_to_remind() -> None:
@@ -285,7 +358,7 @@ def test_a_detector_that_reports_only_is_shown_and_left_out_unless_asked_to_remi
     assert found.proposals == []  # only same_output flags: repeat stands alone
     runs += [("read", {"path": "a"}, "the same text, read again and again")] * 3
     (detect,) = swept([conversation(0, runs)]).proposals
-    assert detect.value == ["repeat", "stale"]
+    assert detect.value == [*DEFAULT_DETECT, "stale"]
     left = (
         "same_output would remind 1 time at 3 in 1 conversation: left out, it reports without "
         "reminding unless asked (remind)"
@@ -296,7 +369,7 @@ def test_a_detector_that_reports_only_is_shown_and_left_out_unless_asked_to_remi
     with warnings.catch_warnings():  # said above; the settings on top say it until detect does
         warnings.simplefilter("ignore", RepeatToolReminderWarning)
         (detect,) = swept([conversation(0, runs)], asked).proposals
-    assert detect.value == ["repeat", "stale", "same_output"]
+    assert detect.value == [*DEFAULT_DETECT, "stale", "same_output"]
 
 
 def test_logs_where_no_failure_can_be_seen_say_so_once() -> None:
@@ -313,7 +386,11 @@ def test_logs_where_no_failure_can_be_seen_say_so_once() -> None:
     marked = swept([conversation(0, [(*run, "error") for run in runs])])
     assert marked.failures == 3
     assert "recognised" not in format_suggestion(marked)
-    assert marked.config.detect == ("repeat", "same_error")
+    assert marked.proposals == []  # same_error flags: it is on already
+    assert swept([conversation(0, [(*run, "error") for run in runs])], SEED).config.detect == (
+        "repeat",
+        "same_error",
+    )
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -334,9 +411,11 @@ def test_the_written_settings_remind_of_the_loop_the_suggestion_found(
     log.write_text(json.dumps([messages]), encoding="utf-8")
     written = tmp_path / "guard.toml"
     assert main(["audit", str(log), "--suggest", "--write-config", str(written)]) == 0
-    assert "  --detect repeat,same_error\n" in capsys.readouterr().out
+    pattern = rf"(?:{TOOL_ERRORS})|(?:\APermission denied:)"
+    assert f"  --error-pattern '{pattern}'\n" in capsys.readouterr().out
     config = ReminderConfig.from_file(written)
-    assert config.detect == ("repeat", "same_error")
+    assert config.error_pattern == pattern
+    assert config.detect == tuple(DEFAULT_DETECT)  # same_error, which flags, is on already
 
     model = scripted([turn(call_("read_file", {"path": f"/etc/{n}"})) for n in range(5)])
     guard = RepeatToolReminderMiddleware(config)
@@ -352,24 +431,34 @@ def test_audit_suggest_prints_the_settings_and_writes_them(
     path = str(DATA / "tau_bench_excerpt.json")
     assert main(["audit", path, "--suggest", "--write-config", str(tmp_path / "s.toml")]) == 0
     out = capsys.readouterr().out
+    # `think` and `Error: ` the defaults know: only the detector the sweep finds is proposed.
     assert out.startswith(
-        "1 conversation: the settings they call for, and why\n  --exclude think\n"
+        "1 conversation: the settings they call for, and why\n"
+        "  --detect repeat,same_error,recurring_error,stale\n"
     )
     assert ReminderConfig.from_file(tmp_path / "s.toml") == ReminderConfig(
-        exclude=["think"],
-        error_pattern=r"\AError:",
-        detect=["repeat", "same_error", "recurring_error", "stale"],
+        detect=[*DEFAULT_DETECT, "stale"]
     )
     assert main(["audit", path, "--suggest", "--json", "--ignore-arguments", "x=y"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["settings"] == {
-        "exclude": ["think"],
         "ignore_arguments": {"x": ["y"]},
-        "detect": ["repeat", "same_error", "recurring_error", "stale"],
-        "error_pattern": r"\AError:",
+        "detect": [*DEFAULT_DETECT, "stale"],
     }
     assert data["sweep"]["repeat"]["3"] == {"flags": 1, "conversations": 1}
     assert data["failures"] == 3
+    assert data["proposals"][-1]["reasons"] == [
+        {"detector": "stale", "flags": 1, "conversations": 1}
+    ]
+    # Under 0.4.0's defaults, the bookkeeping tool and the error pattern too.
+    assert main(["audit", path, "--suggest", "--json", "--profile", "seed"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"] == {
+        "exclude": ["think"],
+        "detect": [*DEFAULT_DETECT, "stale"],
+        "error_pattern": r"\AError:",
+        "profile": "seed",
+    }
     assert data["proposals"][-1]["reasons"][0] == {
         "detector": "same_error",
         "flags": 1,
@@ -384,7 +473,9 @@ def test_the_library_reads_logs_and_suggests_what_the_command_writes(tmp_path: P
     assert [(found.index, found.source) for found in conversations] == [(0, path)]
     assert suggest_settings(conversations) == ReminderConfig.from_file(tmp_path / "s.toml")
     given = suggest_settings(conversations, ReminderConfig(error_pattern="^ERR"))
-    assert (given.error_pattern, given.exclude) == ("^ERR", ("think",))
+    assert (given.error_pattern, given.exclude) == ("^ERR", BOOKKEEPING_TOOLS)
+    seed = suggest_settings(conversations, ReminderConfig(profile="seed", error_pattern="^ERR"))
+    assert (seed.error_pattern, seed.exclude) == ("^ERR", ("think",))
     with pytest.raises(ValueError, match=r"missing\.json: no such file"):
         list(read_logs([str(tmp_path / "missing.json")]))
 
