@@ -6,7 +6,6 @@ import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from os import PathLike, fspath
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import (
@@ -34,6 +33,7 @@ from ._checks import (
 )
 from ._detectors import DETECTORS
 from ._exits import ExitBehavior
+from ._files import Beside
 from ._normalise import Normalise, normaliser, with_patterns
 from ._policy import Rules, ToolPolicy, compile_paths
 from ._reminder import sample_words, warn, word_fields
@@ -690,9 +690,14 @@ class ReminderConfig(BaseModel):
     def to_file(self, path: str | PathLike[str]) -> None:
         """Write the fields set explicitly to a TOML or JSON file `from_file` reads back.
 
+        The settings go into a file beside `path`, renamed over it once complete: a file that
+        was there stays whole until then, whatever happens.
+
         Raises:
-            ConfigError: `path` is neither `.toml` nor `.json`, or `not_user` is a function
-                (a file holds a pattern only).
+            ConfigError: `path` is neither `.toml` nor `.json`, `not_user` is a function (a
+                file holds a pattern only), or a field set to None whose default is not None
+                goes to TOML, which has no null (JSON has).
+            OSError: The file cannot be written; one that was there is as it was.
         """
         if callable(self.not_user):
             raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
@@ -708,7 +713,16 @@ class ReminderConfig(BaseModel):
             text = settings_text(ordered, path)
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        Path(path).write_text(text, encoding="utf-8")
+        # Left out of TOML, a None would read back as the profile's value: said, not lost.
+        defaults = type(self)(profile=self.profile)
+        lost = [n for n, v in ordered.items() if v is None and getattr(defaults, n) is not None]
+        if lost and not fspath(path).lower().endswith(".json"):
+            raise ConfigError(
+                f"{lost[0]}: None cannot be written to TOML, which has no null, and the "
+                f"default is {getattr(defaults, lost[0])!r}: write the settings as .json"
+            )
+        with Beside(path) as written:
+            written.commit(text)
 
     def tracks(self, tool: str, policy: ToolPolicy | None = None) -> bool:
         """Whether calls to `tool` count, given `include`, `exclude` and the tool's policy."""

@@ -66,10 +66,13 @@ def read_settings(path: str | PathLike[str], known: Sequence[str]) -> dict[str, 
 def settings_text(fields: Mapping[str, Any], path: str | PathLike[str]) -> str:
     """`fields` (plain values: strings, numbers, lists, a table of lists) as the file `path` is.
 
-    TOML has no null: a field that is None is left out of it, and so takes its default.
+    TOML has no null: a field that is None is left out of it, and so takes its default. With
+    no field to set, a TOML file says so in a comment (JSON has none: `{}`).
     """
     if _kind(fspath(path)) == ".json":
         return json.dumps(dict(fields), indent=2, ensure_ascii=False) + "\n"
+    if not fields:
+        return "# The defaults fit: no setting to change.\n"
     lines, tables = [], []
     for name, value in fields.items():
         if isinstance(value, Mapping):

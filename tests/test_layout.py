@@ -31,6 +31,7 @@ ROOMS = {
         "_arguments",
         "_checks",
         "_settings_file",
+        "_files",
         "_counter",
         "_install",
         "_normalise",

@@ -262,6 +262,13 @@ class _Sqlite(_Store):
         self.errors = (sqlite3.Error,)
         _check_file(source, path)
         uri = f"{Path(path).absolute().as_uri()}?mode=ro"
+        # A database in WAL mode makes even a reader create its -wal and -shm files beside it.
+        # With neither there, no connection has it open: read it as immutable, which creates
+        # nothing. With them there, they are another connection's, and its writes are read
+        # through them. (A database in rollback mode creates nothing for a reader, and its
+        # locks keep a reader out while a writer works: read as it is.)
+        if _wal_mode(path) and not any(os.path.exists(path + s) for s in ("-wal", "-shm")):
+            uri += "&immutable=1"
         self._conn = sqlite3.connect(uri, uri=True, timeout=_LOCK_WAIT, check_same_thread=False)
         try:
             self._check()
@@ -468,6 +475,13 @@ def _version(distribution: str) -> str:
         return version(distribution)
     except PackageNotFoundError:  # pragma: no cover - imported, so installed
         return "installed"
+
+
+def _wal_mode(path: str) -> bool:
+    """Whether the SQLite file at `path` is in WAL mode (its header's read and write versions)."""
+    with open(path, "rb") as file:
+        header = file.read(20)
+    return header[18:20] == b"\x02\x02"
 
 
 def _open(url: str) -> _Store:

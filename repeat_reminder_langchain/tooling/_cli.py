@@ -9,6 +9,8 @@ lists are comma-separated (and list options may be repeated).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import glob
 import json
 import logging
 import os
@@ -18,7 +20,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Generator, Mapping, Sequence
-from contextlib import closing
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from types import UnionType
 from typing import IO, Any, Literal, NoReturn, get_args, get_origin
@@ -31,7 +33,9 @@ from .. import __version__
 from .._checks import did_you_mean
 from .._config import ConfigError, ReminderConfig, short_forms
 from .._detectors import DETECTORS
+from .._files import Beside, same_file
 from .._reminder import LOGGER_NAME
+from .._settings_file import settings_text
 
 __all__ = ["main"]
 
@@ -704,7 +708,7 @@ def _lab(args: argparse.Namespace) -> int:
     _lab_check_output(args)
     model = _lab_model(args)
     plan = [(t, c, n) for t in tasks for c in conditions for n in range(1, args.runs + 1)]
-    out = _lab_open(args)
+    out = None if args.output is None else _LabOutput(args.output)
     done: list[Any] = []
     # Quiet is the table alone: the guard's warnings (each loop it stops) are left out, as the
     # lines per run are, but not its errors. Restored after: main may run again in-process.
@@ -725,7 +729,7 @@ def _lab(args: argparse.Namespace) -> int:
                 ) from None
             done.append(run)
             if out is not None:  # kept, should the lab be stopped at any point after
-                _lab_write(args, out, run, model)
+                out.write(args, run, model)
             if not args.quiet:  # in the table's words, which the lab guide defines
                 print(f"[{number}/{len(plan)}] {run.task} · {run.condition} · run {run.run}: "
                       f"{run.model_calls} model calls, longest run {run.longest}, broken by "
@@ -738,7 +742,7 @@ def _lab(args: argparse.Namespace) -> int:
         raise
     finally:
         logger.setLevel(level)
-        if out is not None:  # complete up to a failure
+        if out is not None:
             out.close()
     print(format_lab(done))
     return 0
@@ -810,34 +814,58 @@ def _lab_outputs(directory: str) -> list[str]:
     return [path for path in found if os.path.isfile(path)]
 
 
-def _lab_open(args: argparse.Namespace) -> IO[str] | None:
-    """lab.jsonl, opened in --output, and the transcripts' directory, made; or None.
+class _LabOutput:
+    """lab.jsonl and the transcripts in --output, an earlier lab's kept until this one has a run.
 
-    An earlier lab's outputs there are removed first (--overwrite said to replace them).
+    The first run's line goes beside lab.jsonl; once it is written, the earlier lab's outputs
+    (--overwrite said to replace them) are removed and the new lab.jsonl takes their place. A
+    lab that ends before its first run leaves the earlier one as it was, and removes the
+    folders it made, so that the next try finds no "earlier lab" there.
     """
-    if args.output is None:
-        return None
-    try:
-        for path in _lab_outputs(args.output):
-            os.remove(path)
-        os.makedirs(os.path.join(args.output, "transcripts"), exist_ok=True)
-        return open(os.path.join(args.output, "lab.jsonl"), "w", encoding="utf-8")
-    except OSError as error:
-        raise _Failure(f"--output {args.output}: cannot write there ({error.strerror})") from None
 
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._transcripts = os.path.join(folder, "transcripts")
+        self._made = [p for p in (folder, self._transcripts) if not os.path.isdir(p)]
+        try:
+            os.makedirs(self._transcripts, exist_ok=True)
+            self._lines = Beside(os.path.join(folder, "lab.jsonl"))
+            self._out = open(self._lines.partial, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as error:
+            self._remove_made()
+            raise _Failure(f"--output {folder}: cannot write there ({error.strerror})") from None
+        self._shown = False
 
-def _lab_write(args: argparse.Namespace, out: IO[str], run: Any, model: Any) -> None:
-    """A run's line in lab.jsonl, with the model it ran on, and its transcript, whole.
+    def write(self, args: argparse.Namespace, run: Any, model: Any) -> None:
+        """A run's line, with the model it ran on, and its transcript, whole.
 
-    The line is flushed at once: a lab stopped after this run keeps it.
-    """
-    from .transcript import format_transcript
+        The line is flushed at once: a lab stopped after this run keeps it.
+        """
+        from .transcript import format_transcript
 
-    out.write(json.dumps({"model": args.model, "base_url": args.base_url, **run.as_dict()}) + "\n")
-    out.flush()
-    path = os.path.join(args.output, "transcripts", f"{run.task}-{run.condition}-{run.run}.txt")
-    with open(path, "w", encoding="utf-8") as text:
-        text.write(format_transcript(run.messages, width=None, sent_to=model) + "\n")
+        line = {"model": args.model, "base_url": args.base_url, **run.as_dict()}
+        self._out.write(json.dumps(line) + "\n")
+        self._out.flush()
+        if not self._shown:  # the new lab has something to show: it replaces the earlier
+            for earlier in _lab_outputs(self.folder):
+                os.remove(earlier)
+            os.replace(self._lines.partial, self._lines.path)  # the file open writes on
+            self._shown = True
+        name = f"{run.task}-{run.condition}-{run.run}.txt"
+        with open(os.path.join(self._transcripts, name), "w", encoding="utf-8") as text:
+            text.write(format_transcript(run.messages, width=None, sent_to=model) + "\n")
+
+    def close(self) -> None:
+        """Complete up to the last run; with none, nothing of this lab is left."""
+        self._out.close()
+        if not self._shown:
+            self._lines.discard()
+            self._remove_made()
+
+    def _remove_made(self) -> None:
+        for folder in reversed(self._made):
+            with contextlib.suppress(OSError):  # not empty: something else is there
+                os.rmdir(folder)
 
 
 def _lab_model(args: argparse.Namespace) -> Any:
@@ -875,12 +903,34 @@ _PROVIDERS = ("langchain_openai", "langchain_anthropic")
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse to write settings or a report over a file (unless --overwrite), before reading."""
+    """Refuse, before reading, an output that would lose a file.
+
+    That is one that is there (unless --overwrite), one that is an input of the audit, and
+    two outputs on one file.
+    """
     named = (("--write-config", args.write_config), ("--html", args.html))
     written = [(option, path) for option, path in named if path is not None]
     if args.overwrite and not written:
         raise _UsageError("--overwrite goes with --write-config FILE or --html FILE", "audit")
+    if len(written) == 2 and same_file(args.write_config, args.html):
+        raise _UsageError(
+            f"--write-config {args.write_config} and --html {args.html} are one file: name two",
+            "audit",
+        )
     for option, path in written:
+        source = next((s for s in _inputs(args) if same_file(path, s)), None)
+        if source is not None:
+            raise _UsageError(
+                f"{option} {path}: that is {source}, which the audit reads; name another file",
+                "audit",
+            )
+        if os.path.isdir(path):
+            raise _UsageError(f"{option} {path}: a directory, not a file", "audit")
+        if option == "--write-config":
+            try:
+                settings_text({}, path)  # the kind of file, said before the audit
+            except ValueError as error:
+                raise _UsageError(str(error), "audit") from None
         if os.path.exists(path) and not args.overwrite:
             raise _UsageError(
                 f"{option} {path}: the file is there already; name another, or add "
@@ -889,14 +939,38 @@ def _check_outputs(args: argparse.Namespace) -> None:
             )
 
 
-def _write_config(config: ReminderConfig, path: str) -> None:
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files the audit reads: those named (globs expanded), or the SQLite checkpointer's."""
+    if args.checkpointer is not None:
+        scheme, _, rest = args.checkpointer.partition(":")
+        return [rest[3:]] if scheme.lower() == "sqlite" and rest.startswith("///") else []
+    found = []
+    for name in args.files:
+        found += glob.glob(name, recursive=True) if any(c in name for c in "*?[") else [name]
+    return [name for name in found if name != "-"]
+
+
+def _output(path: str, what: str) -> Beside:
+    """The file an output is written beside until it is complete.
+
+    Made now: a folder that cannot take it fails before the audit.
+    """
     try:
-        config.to_file(path)
+        return Beside(path)
+    except OSError as error:
+        raise _Failure(f"{path}: cannot write the {what} ({error.strerror})") from None
+
+
+def _write_config(config: ReminderConfig, written: Beside) -> None:
+    """The settings, once the audit is done (`to_file` writes beside the file, then renames)."""
+    written.discard()  # made to fail early, before the audit
+    try:
+        config.to_file(written.path)
     except ConfigError as error:
         raise _UsageError(str(error), "audit") from None
     except OSError as error:
-        raise _Failure(f"{path}: cannot write the settings ({error.strerror})") from None
-    print(f"settings: {os.path.abspath(path)}", file=sys.stderr)
+        raise _Failure(f"{written.path}: cannot write the settings ({error.strerror})") from None
+    print(f"settings: {os.path.abspath(written.path)}", file=sys.stderr)
 
 
 def _sources(args: argparse.Namespace) -> None:
@@ -921,17 +995,19 @@ def _suggest(args: argparse.Namespace, config: ReminderConfig) -> int:
         if getattr(args, name) is not None:
             option = f"--{name.replace('_', '-')}"
             raise _UsageError(f"{option} goes with the audit, not --suggest", "audit")
-    suggester = Suggester(config)
-    spool = _spool(args)
-    _read(args, suggester.add, stdin=spool)
-    suggestion = suggester.finish()
-    if spool is not None:
-        spool.seek(0)
-    sweeper = Sweeper(suggestion)
-    _read(args, sweeper.add, stdin=spool)  # the counts under what it suggests
-    suggestion = sweeper.finish()  # and the detectors they support
-    if args.write_config is not None:
-        _write_config(suggestion.config, args.write_config)
+    written = _output(args.write_config, "settings") if args.write_config is not None else None
+    with written or nullcontext():  # on a failure, removed: the file there is untouched
+        suggester = Suggester(config)
+        spool = _spool(args)
+        _read(args, suggester.add, stdin=spool)
+        suggestion = suggester.finish()
+        if spool is not None:
+            spool.seek(0)
+        sweeper = Sweeper(suggestion)
+        _read(args, sweeper.add, stdin=spool)  # the counts under what it suggests
+        suggestion = sweeper.finish()  # and the detectors they support
+    if written is not None:
+        _write_config(suggestion.config, written)
     if args.json:
         print(json.dumps(suggestion.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -992,29 +1068,30 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
     if args.suggest:
         return _suggest(args, config)
     auditor = Auditor(config, timelines=_shown() if args.html else 0)
-    if args.write_config is not None:
-        _write_config(config, args.write_config)
-    # Opened first, so that a report that cannot be written fails before a long audit.
-    try:
-        html = open(args.html, "w", encoding="utf-8") if args.html else None  # noqa: SIM115
-    except OSError as error:
-        raise _Failure(f"{args.html}: cannot write the report ({error.strerror})") from None
-    try:
-        reader = _read(args, auditor.add, stdin=None)
-    except (_Failure, KeyboardInterrupt):
-        if html is not None:  # no half-written report left behind
-            html.close()
-            os.remove(args.html)
-        raise
-    result = auditor.finish(
-        reader.skipped, reader.problems, reader.sources, threads=args.checkpointer is not None
-    )
-    if html is not None:
-        from ._report import report_html
+    # Made first, beside the files they will replace, so that a folder that cannot take them
+    # fails before a long audit; a file that was there is replaced only once the audit is done.
+    settings = _output(args.write_config, "settings") if args.write_config is not None else None
+    with settings or nullcontext():
+        html = _output(args.html, "report") if args.html is not None else None
+        with html or nullcontext():
+            reader = _read(args, auditor.add, stdin=None)
+            result = auditor.finish(
+                reader.skipped,
+                reader.problems,
+                reader.sources,
+                threads=args.checkpointer is not None,
+            )
+            if html is not None:
+                from ._report import report_html
 
-        with html:
-            html.write(report_html(result, top=args.top))
-        print(f"HTML report: {os.path.abspath(args.html)}", file=sys.stderr)
+                try:
+                    html.commit(report_html(result, top=args.top))
+                except OSError as error:
+                    message = f"{args.html}: cannot write the report ({error.strerror})"
+                    raise _Failure(message) from None
+                print(f"HTML report: {os.path.abspath(args.html)}", file=sys.stderr)
+    if settings is not None:
+        _write_config(config, settings)
     if args.json:
         print(json.dumps(result.as_dict(top=args.top), indent=2, ensure_ascii=False))
     else:

@@ -1050,3 +1050,24 @@ def test_the_progress_bar_counts_threads(
     drawn = "".join(screen.written)
     assert "\raudit [######........................]  20% · 1 of 5 threads · 1 audited" in drawn
     assert "warning: skipped" in drawn
+
+
+def test_a_sqlite_audit_writes_nothing_beside_the_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It was: a database in WAL mode (SqliteSaver's) got -wal and -shm files from the audit.
+    database = _sqlite_database(tmp_path)
+    with database.saver() as saver:
+        run_agents(saver)
+    before = sorted(os.listdir(tmp_path))
+    argv = ["audit", "--checkpointer", database.url]
+    found = run_json(capsys, argv)["conversations"]
+    assert found > 0 and sorted(os.listdir(tmp_path)) == before
+    # A server that has it open: its -wal and -shm are there, and its writes are read.
+    assert database.path is not None
+    with database.saver() as saver:
+        live = agent_graph(LoopModel(), [probe], None, checkpointer=saver)
+        live.invoke(ask("loop 2"), {"configurable": {"thread_id": "e-live"}})
+        sides = {f"{database.path.name}-wal", f"{database.path.name}-shm"}
+        assert sides <= set(os.listdir(tmp_path))
+        assert run_json(capsys, argv)["conversations"] == found + 1

@@ -23,7 +23,7 @@ from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import run_demo
 
-from ..helpers import usage_error
+from ..helpers import one_error, usage_error
 
 UNGUARDED = messages_to_dict(run_demo(None))
 ESCALATE_5 = ["--escalate-after", "5"]
@@ -507,6 +507,130 @@ def test_a_report_is_never_written_over_a_file_unless_asked(
     assert main([*argv, "--overwrite"]) == 0
     capsys.readouterr()
     assert report.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("fails", ["bad input", "missing input", "ctrl-c"])
+@pytest.mark.parametrize("option", ["--html", "--write-config"])
+def test_a_file_replaced_stays_whole_when_the_audit_fails_or_is_interrupted(  # noqa: PLR0917
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    log: str,
+    tmp_path: Path,
+    option: str,
+    fails: str,
+) -> None:
+    # It was: --overwrite emptied (or removed) the file as the audit began, and a failure or
+    # Ctrl-C then left nothing of it.
+    from repeat_reminder_langchain.tooling.audit import Auditor
+
+    mine = tmp_path / ("mine.html" if option == "--html" else "mine.toml")
+    mine.write_text("thresholds = [4]\n", encoding="utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    source = {"bad input": str(bad), "missing input": str(tmp_path / "gone.json")}.get(fails, log)
+    if fails == "ctrl-c":
+        interrupt_at(monkeypatch, Auditor, "add", 1)
+    assert main(["audit", source, option, str(mine), "--overwrite"]) == (
+        130 if fails == "ctrl-c" else 2
+    )
+    capsys.readouterr()
+    assert mine.read_text(encoding="utf-8") == "thresholds = [4]\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["mine.html" if option == "--html" else "mine.toml", "run.json", "bad.json"]
+    )  # nothing left beside it
+
+
+@pytest.mark.parametrize("option", ["--html", "--write-config"])
+def test_an_output_that_is_an_input_is_refused_before_anything_is_read(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, option: str
+) -> None:
+    # It was: `audit in.json --html in.json --overwrite` deleted in.json, and --write-config
+    # emptied it.
+    kept = Path(log).read_text(encoding="utf-8")
+    alias = tmp_path / "alias.json"
+    alias.symlink_to(log)
+    for named in (log, str(alias), os.path.join(tmp_path, ".", "run.json")):
+        argv = ["audit", log, option, named, "--overwrite"]
+        line = usage_error(capsys, argv, "audit")
+        assert line == f"{option} {named}: that is {log}, which the audit reads; name another file"
+    glob_argv = ["audit", str(tmp_path / "*.json"), option, log, "--overwrite"]
+    assert "which the audit reads" in usage_error(capsys, glob_argv, "audit")
+    assert Path(log).read_text(encoding="utf-8") == kept
+
+
+def test_two_outputs_on_one_file_are_refused(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    # It was: both were said to be written, and the settings were lost under the report.
+    same = tmp_path / "same.toml"
+    argv = ["audit", log, "--write-config", str(same), "--html", str(same)]
+    assert usage_error(capsys, argv, "audit") == (
+        f"--write-config {same} and --html {same} are one file: name two"
+    )
+    assert not same.exists()
+
+
+@pytest.mark.parametrize("option", ["--html", "--write-config"])
+def test_an_output_that_is_a_directory_says_so(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, option: str
+) -> None:
+    # It was: "the file is there already", and --overwrite then failed on it.
+    folder = tmp_path / "out.toml"
+    folder.mkdir()
+    line = usage_error(capsys, ["audit", log, option, str(folder), "--overwrite"], "audit")
+    assert line == f"{option} {folder}: a directory, not a file"
+
+
+@pytest.mark.parametrize("option", ["--html", "--write-config"])
+def test_a_place_taken_during_the_audit_is_one_line_and_nothing_else_moves(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    log: str,
+    tmp_path: Path,
+    option: str,
+) -> None:
+    from repeat_reminder_langchain.tooling.audit import Auditor
+
+    target = tmp_path / ("report.html" if option == "--html" else "guard.toml")
+    add = Auditor.add
+
+    def taken(self: Auditor, conversation: object) -> None:  # a directory made meanwhile
+        target.mkdir(exist_ok=True)
+        (target / "inside").touch()
+        add(self, conversation)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Auditor, "add", taken)
+    what = "report" if option == "--html" else "settings"
+    assert one_error(capsys, ["audit", log, option, str(target)]) == (
+        f"{target}: cannot write the {what} (Is a directory)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [target.name, "run.json"]
+
+
+def test_settings_toml_cannot_hold_are_said_after_the_audit_and_nothing_is_written(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    given = tmp_path / "given.json"
+    given.write_text('{"escalate_after": null}', encoding="utf-8")
+    path = tmp_path / "guard.toml"
+    argv = ["audit", log, "--config", str(given), "--write-config", str(path)]
+    assert usage_error(capsys, argv, "audit").startswith(
+        "escalate_after: None cannot be written to TOML"
+    )
+    assert not path.exists()
+
+
+def test_settings_with_nothing_to_change_are_written_after_the_audit_and_say_so(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path
+) -> None:
+    # It was: a one-byte file, written before the audit and left when the audit failed.
+    path = tmp_path / "guard.toml"
+    assert main(["audit", str(tmp_path / "gone.json"), "--write-config", str(path)]) == 2
+    assert not path.exists()
+    assert main(["audit", log, "--write-config", str(path)]) == 0
+    capsys.readouterr()
+    assert path.read_text(encoding="utf-8") == "# The defaults fit: no setting to change.\n"
+    assert ReminderConfig.from_file(path) == ReminderConfig()
 
 
 def interrupt_at(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, at: int) -> None:

@@ -597,6 +597,66 @@ def test_each_runs_line_is_in_the_file_as_soon_as_the_run_ends(
     assert lines == [1]  # were the lab killed there, the first run would be kept
 
 
+def _files(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): p.read_text(encoding="utf-8")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("at", [1, 3], ids=["its first call", "its last call"])
+def test_an_earlier_lab_is_kept_until_the_new_one_has_a_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, at: int
+) -> None:
+    # It was: --overwrite emptied lab.jsonl and removed the transcripts before the first run,
+    # and a Ctrl-C there left nothing of either lab.
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Stubborn(tire=2))
+    output = ["--output", str(tmp_path)]
+    assert main([*TWO_RUNS, *output]) == 0
+    capsys.readouterr()
+    earlier = _files(tmp_path)
+
+    def interrupt(number: int) -> None:
+        if number == at:
+            raise KeyboardInterrupt
+
+    counting(monkeypatch, interrupt)
+    assert main([*TWO_RUNS, *output, "--conditions", "guard", "--overwrite"]) == 130
+    capsys.readouterr()
+    assert _files(tmp_path) == earlier  # as it was, and nothing left beside it
+
+    counting(monkeypatch, lambda number: None)  # the new lab's first run ends: it replaces
+    assert main([*TWO_RUNS, *output, "--conditions", "guard", "--overwrite"]) == 0
+    capsys.readouterr()
+    assert sorted(_files(tmp_path)) == ["lab.jsonl", "transcripts/poll-guard-1.txt"]
+
+
+def test_a_lab_that_fails_before_its_first_run_leaves_no_folder_it_made(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # It was: an empty lab.jsonl in a new folder, refused by the next try as an earlier lab.
+    def down(number: int) -> None:
+        raise ConnectionError("connection refused")
+
+    counting(monkeypatch, down)
+    output = tmp_path / "runs"
+    assert main([*TWO_RUNS, "--output", str(output)]) == 2
+    capsys.readouterr()
+    assert not output.exists()
+    mine = tmp_path / "mine"
+    (mine / "notes.txt").parent.mkdir()
+    (mine / "notes.txt").write_text("kept", encoding="utf-8")
+    assert main([*TWO_RUNS, "--output", str(mine)]) == 2  # a folder that was there stays
+    capsys.readouterr()
+    assert _files(mine) == {"notes.txt": "kept"}
+
+    counting(monkeypatch, lambda number: None)  # the next try runs, refused by nothing
+    assert main([*TWO_RUNS, "--output", str(output)]) == 0
+    capsys.readouterr()
+    assert (output / "lab.jsonl").is_file()
+
+
 def test_an_interrupted_lab_prints_the_table_of_the_runs_done_and_keeps_their_lines(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
