@@ -132,6 +132,12 @@ def check_words(
     checked: dict[str, dict[str, Any]] = {}
     for detector, said in value.items():
         if detector not in known:
+            if detector in levels:  # a level given where a detector goes: say where it goes
+                raise ValueError(
+                    f'{detector!r} is a level: levels go under a detector, or under "*" for '
+                    f'every one: {{"repeat": {{"{detector}": ...}}}} ([words.repeat] in a '
+                    "settings file)"
+                )
             hint = did_you_mean(detector, known, "they")
             raise ValueError(f"unknown detector {detector!r}{hint}")
         if not isinstance(said, Mapping):

@@ -52,7 +52,17 @@ _ENDED = (
     "instead of repeating the call again; the conversation is complete up to this point."
 )
 
-END = Exit("end", "repeat tool loop stopped (end)", _ENDED, ends=True)
+END = Exit(
+    "end",
+    "repeat tool loop stopped (end)",
+    _ENDED,
+    ends=True,
+    # A call `block` refused, sent again: refused too, and the run ends.
+    refusal=(
+        "Not run: `{tool}` was refused, and called again with the same arguments ({count} "
+        "times in a row): the run ends here, with what was found."
+    ),
+)
 """How a run ends that the guard stopped: also what ends a model that goes on after `finish`
 asked for its answer, or after `block` refused its call."""
 

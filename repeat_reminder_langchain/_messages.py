@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableSequence, RunnableWithFallbacks
 from langchain_core.runnables.base import RunnableBindingBase
 from langchain_core.runnables.configurable import DynamicRunnable
 
-from ._canonical import canonicalize, digest, result_text
+from ._canonical import canonicalize, result_text
 from ._config import ReminderConfig
 from ._conversation import is_user_message
 from ._reminder import (
@@ -154,8 +154,9 @@ def handover(
 
     The latest result of each distinct call (its tool and canonical arguments), in the order
     the calls were last made, failures last (as the guard's counter judges them: `failed`); at most
-    `HANDED_OVER` calls, each result cut to `RESULT_CHARS`. The arguments are named as the log
-    lines name them: by digest, or by preview with `log_arguments`. Empty: no call answered.
+    `HANDED_OVER` calls, each result cut to `RESULT_CHARS`. The arguments are quoted as the
+    reminders quote them (cut to `arguments_preview_chars`): the user reads this message, in a
+    conversation that holds them already. Empty: no call answered.
     """
     latest: dict[tuple[str, str], ToolMessage] = {}
     for call, result in _answered(messages)[0]:
@@ -164,11 +165,7 @@ def handover(
     for (tool, arguments), result in reversed(list(latest.items())[:HANDED_OVER]):
         text = result_text(result.content)
         failing = failed(result.status == "error", text)
-        named = (
-            preview(arguments, config.arguments_preview_chars)
-            if config.log_arguments
-            else digest(arguments)
-        )
+        named = preview(arguments, config.arguments_preview_chars)
         said.append((failing, f"- `{tool}` ({named}){' failed' if failing else ''}: {_cut(text)}"))
     if not said:
         return ""
@@ -406,8 +403,24 @@ def stop_reason(result: Mapping[str, Any] | Sequence[BaseMessage]) -> Escalation
         >>> stop_reason({"messages": [HumanMessage("hi"), AIMessage("Hello!")]}) is None
         True
 
+    Raises:
+        TypeError: `result` is none of those (None, a message, a string).
+        KeyError: `result` is a mapping without `messages`: no run's result or state.
     """
-    messages = result.get("messages", ()) if isinstance(result, Mapping) else result
+    if isinstance(result, Mapping):
+        if "messages" not in result:
+            raise KeyError(
+                f"stop_reason: no 'messages' in {sorted(result)!r}: pass what the agent "
+                "returned, a state, or the messages"
+            )
+        messages = result["messages"]
+    elif isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
+        messages = result
+    else:
+        raise TypeError(
+            "stop_reason takes what the agent returned (a dict with messages), a state, or "
+            f"the messages; got {type(result).__name__}"
+        )
     for message in reversed(messages):
         if is_user_message(message):
             return None

@@ -117,9 +117,7 @@ def test_a_run_ended_hands_over_what_its_tools_returned(guarded: Make) -> None:
         turn(call("other", {"q": "a"})),
         *[turn(call("probe", {"q": "same"})) for _ in range(4)],
     ]
-    agent = guarded(
-        scripted(script), thresholds=[3], escalate_after=4, exit_behavior="end", log_arguments=True
-    )
+    agent = guarded(scripted(script), thresholds=[3], escalate_after=4, exit_behavior="end")
     messages = agent.invoke(ask())
 
     said = str(messages[-1].content)
@@ -759,6 +757,12 @@ def test_block_ends_a_model_that_sends_a_refused_call_again(
     assert ran == ["same"] * 9  # the tenth was refused, the eleventh too, then the run ended
     refused = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(refused) == 2
+    # Each refusal says why (the second was empty): the call refused again ends the run.
+    assert refused[0].content.startswith("Not run: `probe` was called 10 times in a row")
+    assert refused[1].content == (
+        "Not run: `probe` was refused, and called again with the same arguments (11 times in "
+        "a row): the run ends here, with what was found."
+    )
     tag = ended(messages)
     assert tag is not None
     assert (tag["level"], tag["count"]) == ("escalated", 11)

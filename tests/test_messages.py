@@ -248,6 +248,20 @@ def test_the_stop_reason_is_the_latest_stop_since_the_user_spoke() -> None:
     assert stop_reason(stopped[:2]) == first
     assert stop_reason([]) is None
     assert stop_reason([HumanMessage("go"), *stopped, HumanMessage("again")]) is None
+    assert stop_reason({"messages": stopped, "repeat_tool_reminder": {}}) == last
+
+
+@pytest.mark.parametrize("given", [None, AIMessage("hi"), "the answer"])
+def test_a_stop_reason_of_what_is_no_result_is_a_clear_error(given: object) -> None:
+    # It was: `TypeError: 'NoneType' object is not reversible`, or None for a string.
+    with pytest.raises(TypeError, match="stop_reason takes what the agent returned"):
+        stop_reason(given)  # type: ignore[arg-type]
+
+
+def test_a_stop_reason_of_a_mapping_without_messages_says_so() -> None:
+    # It was: None, as if the run had stopped nothing.
+    with pytest.raises(KeyError, match="no 'messages' in \\['output'\\]"):
+        stop_reason({"output": "done"})
 
 
 def _called(name: str, args: dict[str, Any], result: str, n: int, **fields: Any) -> list[Any]:
@@ -277,7 +291,7 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
         *_called("grep", {"p": "y"}, "nothing", 6, status="error"),
     ]
     run.append(blocked_result(stopped, "c5"))  # the guard's refusal is no tool's result
-    handed = _handed(run, error_pattern="^Error", log_arguments=True)
+    handed = _handed(run, error_pattern="^Error")
     assert handed.splitlines() == [
         "What the tools returned, the latest of each call:",
         # In the order the calls were last made; failures last; whitespace as one space.
@@ -288,9 +302,11 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
         '- `book` ({"seat":"1A"}) failed: Error: payment declined',
         '- `grep` ({"p":"y"}) failed: nothing',
     ]
-    # By default the arguments are named as the log lines name them: by digest.
-    named = digest('{"q":"a"}')
-    assert f"- `other` ({named}): second answer" in _handed(run)
+    # It was: the arguments by digest, unless log_arguments (which is for the log lines).
+    assert digest('{"q":"a"}') not in _handed(run, log_arguments=False)
+    assert '- `other` ({"q":… (+4 more chars)): second answer' in _handed(
+        run, arguments_preview_chars=5
+    )
     # The final message says which loop it stopped, then hands over.
     final = escalation_message(stopped, handed=handed)
     assert str(final.content) == f"{stopped.text}\n\n{handed}"
@@ -388,5 +404,5 @@ def test_the_handover_keeps_the_latest_calls_within_its_cap() -> None:
     run: list[Any] = []  # a history with no user message in it is read whole
     for n in range(9):
         run += _called("read", {"page": n}, f"page {n}", n)
-    lines = _handed(run, log_arguments=True).splitlines()[1:]
+    lines = _handed(run).splitlines()[1:]
     assert lines == [f'- `read` ({{"page":{n}}}): page {n}' for n in range(3, 9)]

@@ -110,6 +110,8 @@ def test_a_detectors_own_words_come_before_every_detectors() -> None:
         ({"repeat": {"gentle": ""}}, "words: repeat.gentle: must not be empty"),
         ({"*": {"final": " \n"}}, "words: *.final: must not be empty"),
         ({"repat": {}}, "words: unknown detector 'repat'; did you mean 'repeat'?"),
+        # It was: "unknown detector 'gentle'", with no word of where a level goes.
+        ({"gentle": "x"}, "words: 'gentle' is a level: levels go under a detector"),
         ({"repeat": {"soft": "x"}}, "words: repeat: unknown level 'soft'; levels are gentle"),
         ({"repeat": {"gentle": 3}}, "repeat.gentle: must be a format string or a function"),
         ({"repeat": "x"}, "words: repeat: must map levels to words, got 'x'"),
@@ -229,3 +231,10 @@ def test_words_for_a_detector_not_detected_draw_one_warning_where_the_guard_is_b
     assert warning.filename == __file__
     with pytest.warns(RepeatToolReminderWarning, match="words for stale, cycle, which are not"):
         ReminderConfig(words={"stale": {"gentle": "x"}, "cycle": {"final": "y"}})
+
+
+def test_a_level_at_the_top_of_a_settings_files_words_says_where_it_goes(tmp_path: Path) -> None:
+    path = tmp_path / "guard.toml"
+    path.write_text('[words]\ngentle = "Mind {tool}."\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[words.repeat\] in a settings file"):
+        ReminderConfig.from_file(path)
