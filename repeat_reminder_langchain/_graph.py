@@ -84,11 +84,10 @@ class RepeatToolReminderNode:
     node cannot end a run on its own: the graph's edges decide where it goes next). A node
     whose graph does not route on by it warns (`RepeatToolReminderWarning`) the second time
     it runs, before any loop reaches the limit; a loop it would end then goes on, and is
-    logged as not stopped. With
-    `"finish"`, a model that still has its tools may call again: give your model node
-    `bind_tools` and the `ToolNode` `wrap_tool_call=node.wrap_tool_call`, or the node warns
-    once and ends the run. `"block"` needs the middleware, the only one of the guard's forms
-    that sees a call before it runs.
+    logged as not stopped. With `"finish"`, a model that still has its tools may call again:
+    give your model node `bind_tools` and the `ToolNode` `wrap_tool_call=node.wrap_tool_call`,
+    or the node warns once and ends the run. `"block"` needs the middleware, the only one of
+    the guard's forms that sees a call before it runs.
 
     Args:
         handler: The handler passed in the run's callbacks, or None to keep the counts in
