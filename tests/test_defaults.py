@@ -16,6 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 from repeat_reminder_langchain import (
+    RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
     RepeatToolReminderState,
     from_guard,
@@ -188,3 +189,25 @@ def test_a_call_is_said_to_have_run_anyway_only_once_its_result_is_the_tools() -
     assert not _ran_anyway([HumanMessage("go"), asked, calling, refused])
     assert not _ran_anyway([HumanMessage("go"), calling, ran])  # not asked for its answer
     assert _ran_anyway([HumanMessage("go"), asked, calling, ran])
+
+
+async def test_astream_events_needs_the_limit_passed_for_the_default_stop_to_act() -> None:
+    # What the observing guide says: LangGraph's own limit of 25 steps comes before the tenth
+    # call; with the limit passed, the guard's stop ends the loop.
+    from langchain.agents import create_agent
+    from langgraph.errors import GraphRecursionError
+
+    agent = create_agent(Answers(), tools=[probe], middleware=[RepeatToolReminderMiddleware()])
+    with pytest.raises(GraphRecursionError):
+        async for _ in agent.astream_events(ask("loop 500"), version="v2"):
+            pass
+    ended: Any = None
+    async for event in agent.astream_events(
+        ask("loop 500"), {"recursion_limit": 100}, version="v2"
+    ):
+        if event["event"] == "on_chain_end" and event["name"] == "LangGraph":
+            ended = event["data"]["output"]
+    assert_adjacent(ended["messages"])
+    reason = stop_reason(ended)
+    assert reason is not None and (reason.behavior, reason.count) == ("finish", 10)
+    assert ended["messages"][-1].content == "The job is still where it was: here is what I know."
