@@ -39,7 +39,14 @@ from ._policy import Rules, ToolPolicy, compile_paths
 from ._reminder import sample_words, warn, word_fields
 from ._settings_file import read_settings, settings_text
 
-__all__ = ["ConfigError", "ReminderConfig", "ReminderFields", "resolve_config", "short_forms"]
+__all__ = [
+    "ConfigError",
+    "ReminderConfig",
+    "ReminderFields",
+    "file_text",
+    "resolve_config",
+    "short_forms",
+]
 
 _UNKNOWN = object()
 # What a function given as `normalise_results` is tried on when the configuration is built.
@@ -699,28 +706,7 @@ class ReminderConfig(BaseModel):
                 goes to TOML, which has no null (JSON has).
             OSError: The file cannot be written; one that was there is as it was.
         """
-        if callable(self.not_user):
-            raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
-        if any(callable(w) for said in self.words.values() for w in said.values()):
-            raise ConfigError("words: a function cannot be written to a file, only format strings")
-        if callable(self.normalise_results):
-            raise ConfigError(
-                "normalise_results: a function cannot be written to a file, only True or False"
-            )
-        fields = self.model_dump(mode="json", include=set(self.model_fields_set))
-        ordered = {name: fields[name] for name in type(self).model_fields if name in fields}
-        try:
-            text = settings_text(ordered, path)
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-        # Left out of TOML, a None would read back as the profile's value: said, not lost.
-        defaults = type(self)(profile=self.profile)
-        lost = [n for n, v in ordered.items() if v is None and getattr(defaults, n) is not None]
-        if lost and not fspath(path).lower().endswith(".json"):
-            raise ConfigError(
-                f"{lost[0]}: None cannot be written to TOML, which has no null, and the "
-                f"default is {getattr(defaults, lost[0])!r}: write the settings as .json"
-            )
+        text = file_text(self, path)
         with Beside(path) as written:
             written.commit(text)
 
@@ -765,6 +751,30 @@ class ReminderConfig(BaseModel):
         else:
             result_aware = progress == "result"
         return Rules(thresholds, repeat_every, result_aware, compile_paths(ignored), normalise)
+
+
+def file_text(config: ReminderConfig, path: str | PathLike[str]) -> str:
+    """What `config.to_file(path)` writes: the fields set explicitly, as the file's kind says.
+
+    Raises:
+        ConfigError: As `to_file` says.
+    """
+    if callable(config.not_user):
+        raise ConfigError("not_user: a function cannot be written to a file, only a pattern")
+    if any(callable(w) for said in config.words.values() for w in said.values()):
+        raise ConfigError("words: a function cannot be written to a file, only format strings")
+    if callable(config.normalise_results):
+        raise ConfigError(
+            "normalise_results: a function cannot be written to a file, only True or False"
+        )
+    fields = config.model_dump(mode="json", include=set(config.model_fields_set))
+    ordered = {name: fields[name] for name in type(config).model_fields if name in fields}
+    # A field left out of the file reads back as its profile has it.
+    profile = type(config)(profile=config.profile)
+    try:
+        return settings_text(ordered, path, {name: getattr(profile, name) for name in ordered})
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _valid(cls: type[ReminderConfig], fields: Mapping[str, Any]) -> bool:

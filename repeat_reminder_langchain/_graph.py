@@ -185,8 +185,6 @@ class RepeatToolReminderNode:
                 self._warn_outside()
                 return {}
             messages = read_messages(state, self.messages_key)
-            if self._finishes and not self._warned_unwired and _ran_anyway(messages):
-                self._warn_unwired()
             invocation = self._records.invocation(state, config)
             # Before its first route, a node cannot know how it is wired: it takes it is routed.
             can_end = self._routed or self._runs == 1
@@ -197,6 +195,9 @@ class RepeatToolReminderNode:
                 return {}
             if step.turn.waiting:
                 self._warn_placement()
+            # Looked at once, on the turn that ends a run: not on every turn.
+            if step.end and self._finishes and not self._warned_unwired and _ran_anyway(messages):
+                self._warn_unwired()
         except RepeatToolReminderWarning:
             raise  # a wiring warning the user's warning filter made an error
         except Exception:
@@ -281,11 +282,7 @@ class RepeatToolReminderNode:
         try:
             state = request.state
             messages = state if isinstance(state, list) else read_messages(state, self.messages_key)
-            end = next(
-                (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)),
-                0,
-            )
-            asked = asked_to_answer(messages, end)
+            asked = asked_to_answer(messages, _latest_turn(messages))
             return None if asked is None else Escalation.from_tag(asked)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
@@ -420,9 +417,7 @@ def _ran_anyway(messages: Sequence[BaseMessage]) -> bool:
 
     A call refused by `wrap_tool_call` has the guard's result; one that ran has the tool's.
     """
-    end = next(
-        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1
-    )
+    end = _latest_turn(messages)
     turn = messages[end] if end >= 0 else None
     if not isinstance(turn, AIMessage) or not turn.tool_calls:
         return False
@@ -430,3 +425,10 @@ def _ran_anyway(messages: Sequence[BaseMessage]) -> bool:
         return False
     results = [m for m in messages[end + 1 :] if isinstance(m, ToolMessage)]
     return bool(results) and not any(from_guard(m) for m in results)
+
+
+def _latest_turn(messages: Sequence[BaseMessage]) -> int:
+    """Where the model's latest turn is; -1 when it has made none."""
+    return next(
+        (i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), -1
+    )

@@ -63,14 +63,26 @@ def read_settings(path: str | PathLike[str], known: Sequence[str]) -> dict[str, 
     return data
 
 
-def settings_text(fields: Mapping[str, Any], path: str | PathLike[str]) -> str:
+def settings_text(
+    fields: Mapping[str, Any], path: str | PathLike[str], unsaid: Mapping[str, Any] = {}
+) -> str:
     """`fields` (plain values: strings, numbers, lists, a table of lists) as the file `path` is.
 
-    TOML has no null: a field that is None is left out of it, and so takes its default. With
-    no field to set, a TOML file says so in a comment (JSON has none: `{}`).
+    TOML has no null: a field that is None is left out of it, and so reads back as what
+    `unsaid` says a field left out reads as; a None that would read back as something else is
+    refused. With no field to set, a TOML file says so in a comment (JSON has none: `{}`).
+
+    Raises:
+        ValueError: `path` is neither `.toml` nor `.json`, or a None TOML cannot hold.
     """
     if _kind(fspath(path)) == ".json":
         return json.dumps(dict(fields), indent=2, ensure_ascii=False) + "\n"
+    for name, value in fields.items():
+        if value is None and unsaid.get(name) is not None:
+            raise ValueError(
+                f"{name}: None cannot be written to TOML, which has no null, and the "
+                f"default is {unsaid[name]!r}: write the settings as .json"
+            )
     if not fields:
         return "# The defaults fit: no setting to change.\n"
     lines, tables = [], []

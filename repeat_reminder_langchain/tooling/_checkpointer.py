@@ -42,6 +42,7 @@ __all__ = [
     "Selection",
     "parse_since",
     "public_url",
+    "sqlite_path",
 ]
 
 _T = TypeVar("_T")
@@ -484,19 +485,27 @@ def _wal_mode(path: str) -> bool:
     return header[18:20] == b"\x02\x02"
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file a `sqlite:///PATH` URL names; None for another URL, or one that names none."""
+    scheme, _, rest = url.partition(":")
+    if scheme.lower() != "sqlite" or not rest.startswith("///") or len(rest) == 3:
+        return None
+    return rest[3:]
+
+
 def _open(url: str) -> _Store:
     source = public_url(url)
     scheme = urlsplit(url).scheme.lower()
     if scheme in ("postgresql", "postgres"):
         return _Postgres(source, url)
     if scheme == "sqlite":
-        path = url.split(":", 1)[1]
-        if not path.startswith("///") or len(path) == 3:
+        path = sqlite_path(url)
+        if path is None:
             raise CheckpointerError(
                 f"{source}: a SQLite file is named sqlite:///PATH (relative) or "
                 "sqlite:////PATH (absolute)"
             )
-        return _Sqlite(source, path[3:])
+        return _Sqlite(source, path)
     raise CheckpointerError(
         f"{source}: expected a postgresql://USER:PASSWORD@HOST:PORT/DATABASE or sqlite:///PATH URL"
     )

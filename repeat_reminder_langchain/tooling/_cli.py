@@ -2,7 +2,8 @@
 
 Also run as `python -m repeat_reminder_langchain`. Every error is one line on standard error
 and exit code 2; Ctrl-C is one line too, `interrupted`, and exit code 130. A file the
-command writes is never written over unless `--overwrite` says to. Options go in any order,
+command writes is never written over unless `--overwrite` says to, and then only once it is
+complete (`_files.Beside`). Options go in any order,
 lists are comma-separated (and list options may be repeated).
 """
 
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import logging
 import os
@@ -31,7 +31,7 @@ from pydantic.fields import FieldInfo
 
 from .. import __version__
 from .._checks import did_you_mean
-from .._config import ConfigError, ReminderConfig, short_forms
+from .._config import ConfigError, ReminderConfig, file_text, short_forms
 from .._detectors import DETECTORS
 from .._files import Beside, same_file
 from .._reminder import LOGGER_NAME
@@ -940,14 +940,21 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
-    """The files the audit reads: those named (globs expanded), or the SQLite checkpointer's."""
+    """The files the audit reads: those named, or the SQLite checkpointer's.
+
+    Globs are expanded as the reader expands them. With a name that is no file, none: the
+    audit fails on it before it writes anything.
+    """
+    from ._checkpointer import sqlite_path
+    from ._logs import LogError, LogReader
+
     if args.checkpointer is not None:
-        scheme, _, rest = args.checkpointer.partition(":")
-        return [rest[3:]] if scheme.lower() == "sqlite" and rest.startswith("///") else []
-    found = []
-    for name in args.files:
-        found += glob.glob(name, recursive=True) if any(c in name for c in "*?[") else [name]
-    return [name for name in found if name != "-"]
+        path = sqlite_path(args.checkpointer)
+        return [] if path is None else [path]
+    try:
+        return [name for name in LogReader().expand(args.files) if name != "-"]
+    except LogError:
+        return []
 
 
 def _output(path: str, what: str) -> Beside:
@@ -962,11 +969,11 @@ def _output(path: str, what: str) -> Beside:
 
 
 def _write_config(config: ReminderConfig, written: Beside) -> None:
-    """The settings, once the audit is done (`to_file` writes beside the file, then renames)."""
-    written.discard()  # made to fail early, before the audit
+    """The settings, once the audit is done, in the file made beside theirs at its start."""
     try:
-        config.to_file(written.path)
+        written.commit(file_text(config, written.path))
     except ConfigError as error:
+        written.discard()
         raise _UsageError(str(error), "audit") from None
     except OSError as error:
         raise _Failure(f"{written.path}: cannot write the settings ({error.strerror})") from None
