@@ -448,6 +448,9 @@ class LoopCounter:
         escalation: Escalation | None = None
         tracked = 0
         longest: tuple[str, int] | None = None
+        # The model read the last turn's reminders: its first tracked call now says whether it
+        # changed course (a later call of that turn was made before it read them).
+        followed = reminded
         for position, call in enumerate(turn.calls):
             name = call.tool
             rules = self.rules(name, policies.get(name) if policies else None)
@@ -457,8 +460,8 @@ class LoopCounter:
             arguments = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
             new_key = digest(arguments)
             same = name == tool and new_key == key
-            if reminded:
-                followups = [*followups, not same]
+            if followed:
+                followups, followed = [*followups, not same], False
             same, result, read = self._progress(rules, call, same, result)
             run = run + 1 if same else 1
             tool, key = name, new_key
@@ -482,12 +485,12 @@ class LoopCounter:
                         reminder = self._reminder(
                             found, rules, call, arguments, key=new_key, position=position
                         )
-                    if reminder is not None:
-                        reminders = [*reminders, reminder]
+                    if reminder is not None or reminders:
+                        reminders = _reached_by(reminders, reminder, call, found, self._cut)
                 if observe is not None:
                     counts = {detector.name: number for detector, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
-            reminded = reaches_model and reminder is not None and reminder.reminds
+        reminded = reaches_model and escalation is None and any(r.reminds for r in reminders)
         new: Record = {
             **record,
             "turn": turn.id,
@@ -683,6 +686,42 @@ def _keep(in_use: _InUse, record: Record) -> None:
         record["detectors"] = memories
     else:
         record.pop("detectors", None)
+
+
+def _reached_by(
+    reminders: Sequence[Reminder],
+    reminder: Reminder | None,
+    call: Call,
+    found: _Found,
+    cut: Callable[[str], str],
+) -> list[Reminder]:
+    """The turn's reminders after a call, each with the count its loop reached by the call.
+
+    The model reads a turn's reminders after its last result: a loop that went on in the
+    same turn (two identical calls a turn) is said at the count the model has reached, once,
+    at the firmest level it reached (a call's own reminder takes the place of its loop's).
+    """
+    kept = []
+    for earlier in reminders:
+        for detector, _, memory, number in found:
+            if (
+                detector.name == earlier.detector
+                and call.tool == earlier.tool
+                and number == earlier.count + 1
+            ):
+                if reminder is None or reminder.detector != earlier.detector:
+                    details = (
+                        detector.details(memory, cut)
+                        if detector.memory is not None
+                        else earlier.details
+                    )
+                    kept.append(replace(earlier, count=number, details=details))
+                break
+        else:
+            kept.append(earlier)
+    if reminder is not None:
+        kept.append(reminder)
+    return kept
 
 
 def _reached(escalation: Escalation | None, call: Call, found: _Found) -> Escalation | None:

@@ -58,7 +58,7 @@ def test_every_call_of_a_turn_counts_whatever_its_id() -> None:
     counted = count({}, "t", [c("same"), c("same"), c("")])
     assert counted.calls == 3
     assert counted.record is not None and counted.record["count"] == 3
-    assert [r.count for r in counted.reminders] == [2]
+    assert [r.count for r in counted.reminders] == [3]  # the count the model reads it at
 
 
 def test_tally_counts_the_tracked_calls_and_the_longest_run() -> None:

@@ -83,6 +83,29 @@ def test_identical_parallel_calls_sharing_one_id_each_count(guarded: Make) -> No
     assert is_reminder(messages[5])
 
 
+def test_a_loop_of_two_identical_calls_a_turn_is_said_at_the_count_the_model_reads(
+    guarded: Make,
+) -> None:
+    script = [turn(call("probe", SAME), call("probe", SAME)) for _ in range(4)]
+    agent = guarded(scripted(script))
+    messages = agent.invoke(ask())
+
+    # Reached at calls 3, 5 and 8; read after calls 4, 6 and 8: once a turn, the firmest level.
+    assert reminders(messages) == [
+        ("gentle", "probe", 4),
+        ("detailed", "probe", 6),
+        ("detailed", "probe", 8),
+    ]
+    said = [m.content for m in messages if is_reminder(m)]
+    assert "called `probe` 4 times in a row" in said[0]
+    assert "consecutive_calls: 6" in said[1]
+    assert_adjacent(messages)
+    stats = agent.stats.snapshot()
+    assert stats["reminders"] == {"probe": {"gentle": 1, "detailed": 2}}
+    # One per reminder read: two calls went on with the loop, the answer after the last did not.
+    assert (stats["followed"], stats["recovered"]) == (3, 1)
+
+
 def test_events_reach_the_custom_stream_that_server_clients_watch(guarded: Make) -> None:
     agent = guarded(scripted(repeat("probe", SAME, 5)))
     chunks = list(agent.graph.stream(ask(), agent.run_config(), stream_mode="custom"))

@@ -179,7 +179,8 @@ Calls = list[tuple[str, dict[str, Any], str, str, bool]]
 
 class Reference:
     """The rules, as plainly as they can be written: every call of a turn counts, in order,
-    and draws at most one reminder, `repeat` first, then `same_error`, then `stale`."""
+    and draws at most one reminder, `repeat` first, then `same_error`, then `stale`; a loop
+    that goes on later in the turn is said once, at the count and firmest level it reached."""
 
     def __init__(self, detect: tuple[str, ...] = ("repeat",)) -> None:
         self.detect = detect
@@ -193,7 +194,7 @@ class Reference:
         self.changes = 0
 
     def calls(self, calls: Calls) -> list[tuple[str, str, int]]:
-        due = []
+        due: list[tuple[str, str, int, str]] = []  # level, tool, count, detector
         for tool, args, kind, result, error in calls:
             if tool.startswith("todo"):
                 continue
@@ -216,13 +217,23 @@ class Reference:
                 self.spoke = False
             if known and "stale" in self.detect and result.strip():
                 counts["stale"] = self.stale(key, result)
+            drawn = None
             for detector in ("repeat", "same_error", "stale"):
                 if detector in self.detect and detector in counts:
                     level = LEVELS[detector].get(counts[detector])
                     if level is not None:
-                        due.append((level, tool, counts[detector]))
+                        drawn = (level, tool, counts[detector], detector)
                         break
-        return due
+            kept = []
+            for level, name, number, detector in due:
+                if name != tool or counts.get(detector) != number + 1:
+                    kept.append((level, name, number, detector))
+                elif drawn is None or drawn[3] != detector:  # went on, drew nothing new
+                    kept.append((level, name, number + 1, detector))
+            due = kept
+            if drawn is not None:
+                due.append(drawn)
+        return [(level, tool, number) for level, tool, number, _ in due]
 
     def stale(self, key: Any, result: str) -> int:
         before = self.seen.pop(key, None)
@@ -357,7 +368,10 @@ def test_every_detector_reminds_as_the_reference_through_the_faces(
     agent = build(face, scripted(script), tools, detect=list(detect), **SETTINGS)
     messages = agent.invoke(ask())
 
-    expected = Reference(detect).calls(
-        [(tool, args, "own", result, False) for tool, args, result in turns]
-    )
+    reference = Reference(detect)  # one call a turn
+    expected = [
+        due
+        for tool, args, result in turns
+        for due in reference.calls([(tool, args, "own", result, False)])
+    ]
     assert reminders(messages) == expected
