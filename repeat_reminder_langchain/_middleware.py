@@ -133,6 +133,14 @@ class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
     repeat_tool_reminder_run: NotRequired[Annotated[str, UntrackedValue, PrivateStateAttr]]
 
 
+_MISPLACED = Misplaced(
+    "RepeatToolReminderMiddleware is middleware, not a callback handler: pass it to "
+    "create_agent(middleware=[...]); in the run's callbacks goes "
+    "RepeatToolReminderCallbackHandler, with a RepeatToolReminderNode after the tools "
+    "node of your own graph"
+)
+
+
 class RepeatToolReminderMiddleware(
     AgentMiddleware[RepeatToolReminderMiddlewareState[ResponseT], ContextT, ResponseT]
 ):
@@ -190,13 +198,11 @@ class RepeatToolReminderMiddleware(
     state_schema = RepeatToolReminderMiddlewareState  # type: ignore[assignment]  # as LangChain's own do
 
     # Passed in a run's callbacks by mistake, it fails where LangChain's callback manager
-    # reads a handler's flags, saying what goes there.
-    raise_error = run_inline = Misplaced(
-        "RepeatToolReminderMiddleware is middleware, not a callback handler: pass it to "
-        "create_agent(middleware=[...]); in the run's callbacks goes "
-        "RepeatToolReminderCallbackHandler, with a RepeatToolReminderNode after the tools "
-        "node of your own graph"
-    )
+    # reads a handler's flags, saying what goes there. Every flag: the manager logs the error
+    # of the first it reads (an ignore_* flag, for most events) before raising, and that
+    # error is then this one too, not "object has no attribute 'ignore_chain'".
+    raise_error = run_inline = ignore_llm = ignore_chat_model = ignore_chain = _MISPLACED
+    ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = _MISPLACED
 
     def __init__(
         self,

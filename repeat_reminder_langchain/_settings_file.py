@@ -28,10 +28,12 @@ def read_settings(path: str | PathLike[str], known: Sequence[str]) -> dict[str, 
     """The fields the file at `path` holds, each named in `known`.
 
     Raises:
-        ValueError: The file cannot be read, is not TOML or JSON, or names something that is
-            not a field; the message names the file and the line or key.
+        ValueError: The file cannot be read (a directory, say), is not TOML or JSON, or names
+            something that is not a field; the message names the file and the line or key.
     """
     name = fspath(path)
+    if Path(name).is_dir():  # said before its name's suffix, which a directory's need not have
+        raise ValueError(f"{name}: a directory, not a settings file")
     kind = _kind(name)
     try:
         text = Path(name).read_text(encoding="utf-8")

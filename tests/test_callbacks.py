@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.callbacks import CallbackManager
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManager
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
@@ -631,6 +631,32 @@ def test_the_faces_mixed_up_fail_naming_the_right_place() -> None:
         agent.invoke(ask(), misplaced)  # type: ignore[arg-type]
     with pytest.raises(AttributeError, match=r"middleware, not a callback handler"):
         asyncio.run(agent.ainvoke(ask(), misplaced))  # type: ignore[arg-type]
+
+
+def test_the_middleware_in_a_runs_callbacks_says_its_own_error_and_no_other(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = create_agent(scripted(repeat("probe", SAME, 3)), tools=[probe])
+    misplaced = {"callbacks": [RepeatToolReminderMiddleware()]}
+    guards = "RepeatToolReminderMiddleware is middleware, not a callback handler: pass it to"
+    with caplog.at_level(logging.WARNING), pytest.raises(AttributeError, match=guards) as raised:
+        agent.invoke(ask(), misplaced)  # type: ignore[arg-type]
+    # The callback manager logs a handler's error before it raises it: the guard's too, and
+    # not LangChain's own "object has no attribute 'ignore_chain'", said first.
+    assert caplog.records
+    assert all(guards in record.getMessage() for record in caplog.records)
+    assert "has no attribute" not in caplog.text
+    assert guards in str(raised.value.__context__)  # the error it was raised in handling
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(AttributeError, match=guards):
+        asyncio.run(agent.ainvoke(ask(), misplaced))  # type: ignore[arg-type]
+    assert all(guards in record.getMessage() for record in caplog.records)
+    # Every flag a handler has is one the manager may read first, in this version or another.
+    flags = [name for name in dir(BaseCallbackHandler) if name.startswith("ignore_")]
+    for flag in [*flags, "raise_error", "run_inline"]:
+        with pytest.raises(AttributeError, match=guards):
+            getattr(RepeatToolReminderMiddleware(), flag)
 
 
 def test_a_wiring_warning_made_an_error_fails_the_run_and_nothing_else_does() -> None:

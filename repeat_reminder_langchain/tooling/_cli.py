@@ -415,7 +415,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"repeat-reminder-langchain {__version__}"
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{demo,audit,lab}")
+    # Not required here: `_run` says a command is missing, or that an option before it is
+    # unknown (argparse would say only the first, of `repeat-reminder --bogus`).
+    commands = parser.add_subparsers(dest="command", metavar="{demo,audit,lab}")
     demo = commands.add_parser(
         "demo",
         command="demo",
@@ -1011,7 +1013,7 @@ def _suggest(args: argparse.Namespace, config: ReminderConfig) -> int:
         if spool is not None:
             spool.seek(0)
         sweeper = Sweeper(suggestion)
-        _read(args, sweeper.add, stdin=spool)  # the counts under what it suggests
+        _read(args, sweeper.add, stdin=spool, again=True)  # the counts under what it suggests
         suggestion = sweeper.finish()  # and the detectors they support
     if written is not None:
         _write_config(suggestion.config, written)
@@ -1033,9 +1035,15 @@ def _spool(args: argparse.Namespace) -> IO[bytes] | None:
 
 
 def _read(
-    args: argparse.Namespace, add: Callable[[Any], object], *, stdin: IO[bytes] | None
+    args: argparse.Namespace,
+    add: Callable[[Any], object],
+    *,
+    stdin: IO[bytes] | None,
+    again: bool = False,
 ) -> Any:
     """Hand every conversation the command names to `add`, with the progress bar; the reader.
+
+    Read `again`, what it skips and notes is not said twice.
 
     Raises:
         _Failure: Something cannot be read.
@@ -1045,12 +1053,20 @@ def _read(
 
     bar: ProgressBar | None = None
 
-    def warn(problem: str) -> None:
+    def say(line: str) -> None:
+        if again:
+            return
         if bar is not None:
-            bar.close()  # redrawn at the next thread, below the warning
-        print(f"warning: skipped {problem}", file=sys.stderr)
+            bar.close()  # redrawn at the next conversation, below the line
+        print(line, file=sys.stderr)
 
-    reader, conversations = _reader(args, warn, stdin=stdin)
+    def warn(problem: str) -> None:
+        say(f"warning: skipped {problem}")
+
+    def note(line: str) -> None:
+        say(f"note: {line}")
+
+    reader, conversations = _reader(args, warn, note, stdin=stdin)
     try:
         with closing(conversations):
             for conversation in conversations:
@@ -1111,15 +1127,26 @@ def _audit(args: argparse.Namespace, config: ReminderConfig) -> int:
 
 
 def _reader(
-    args: argparse.Namespace, warn: Callable[[str], None], *, stdin: IO[bytes] | None = None
+    args: argparse.Namespace,
+    warn: Callable[[str], None],
+    note: Callable[[str], None],
+    *,
+    stdin: IO[bytes] | None = None,
 ) -> tuple[Any, Generator[Any, None, None]]:
-    """What reads the conversations (files, or a checkpointer's threads), and what it reads."""
+    """What reads the conversations (files, or a checkpointer's threads), and what it reads.
+
+    `warn` is told of a thread skipped, `note` of an empty conversation of the files.
+    """
     from ._checkpointer import CheckpointReader, Selection
     from ._logs import LogReader
 
     if args.checkpointer is None:
         files = LogReader(
-            messages_key=args.messages_key, id_key=args.id_key, skip_bad=args.skip_bad, stdin=stdin
+            messages_key=args.messages_key,
+            id_key=args.id_key,
+            skip_bad=args.skip_bad,
+            stdin=stdin,
+            note=note,
         )
         return files, files.read(args.files)
     selection = Selection(
@@ -1216,7 +1243,9 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         args, unknown = _parser().parse_known_args(argv)
         if unknown:  # said here, where the command is known, so that its usage follows
-            raise _UsageError(f"unrecognized arguments: {' '.join(unknown)}", args.command)
+            raise _UsageError(f"unrecognized arguments: {' '.join(unknown)}", args.command or "")
+        if args.command is None:
+            raise _UsageError("the following arguments are required: {demo,audit,lab}")
         if args.command == "lab":
             return _lab(args)
         config = _config(args)

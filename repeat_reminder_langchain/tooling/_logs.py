@@ -53,6 +53,8 @@ ID_KEYS = (
 
 _SNIFF = 1 << 20  # a first line longer than this is read as part of one JSON document
 _RELOCATE = 256 << 20  # a broken document up to this size is re-read to say where it broke
+_NOTED = 5  # empty conversations each said, with `note`
+_SQLITE = b"SQLite format 3\x00"  # how every SQLite database file starts
 _LINE_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 _LANGCHAIN_TYPES = frozenset(
     {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
@@ -140,10 +142,13 @@ class LogReader:
         skip_bad: Count and skip what cannot be read (a line that is not JSON, a record with
             no messages, a message of no known format) instead of stopping at it.
         stdin: The stream `-` reads (standard input by default).
+        note: Told, as a line, of each of the first few empty conversations (a record whose
+            list is empty, say): read all the same, as a conversation with nothing to count.
 
     Attributes:
         skipped: What was skipped so far, with `skip_bad`.
         problems: The first few of those, each as an error message.
+        empty: Empty conversations read so far.
         total: The size of the files named, in bytes (standard input not included).
         sources: The files named, globs expanded.
     """
@@ -155,12 +160,15 @@ class LogReader:
         id_key: str | None = None,
         skip_bad: bool = False,
         stdin: IO[bytes] | None = None,
+        note: Callable[[str], None] | None = None,
     ) -> None:
         self.messages_key = messages_key
         self.id_key = id_key
         self.skip_bad = skip_bad
         self.skipped = 0
         self.problems: list[str] = []
+        self.empty = 0
+        self._note = note
         self.total = 0
         self.sources: list[str] = []
         self._stdin = stdin
@@ -230,6 +238,13 @@ class LogReader:
         self._counted.append(counted)
         try:
             stream = self._open(counted)
+            if stream.peek(len(_SQLITE))[: len(_SQLITE)] == _SQLITE:  # type: ignore[attr-defined]
+                # A checkpointer's database named as a file: its bytes say nothing to help.
+                url = "sqlite:///" + ("PATH" if source == "-" else source)
+                raise LogError(
+                    f"{source}: a SQLite database, not saved conversations; a LangGraph "
+                    f"checkpointer's threads are audited with --checkpointer {url}"
+                )
             yield from self._conversations(source, self._values(source, stream))
         except (OSError, EOFError, zlib.error) as error:
             raise LogError(f"{source}: cannot read it ({_reason(error)})") from None
@@ -339,6 +354,7 @@ class LogReader:
     def _conversation(self, value: Any, where: _Where, number: int | None) -> Conversation:
         at = f"{where}" if number is None else f"{where}: conversation {number}"
         record_id: str | None = None
+        record = value
         if isinstance(value, Mapping):
             record_id = self._id(value)
             value = self._unwrap(value, at)
@@ -348,9 +364,32 @@ class LogReader:
             messages, positions, kind = to_messages(value)
         except LogError as error:
             raise LogError(f"{at}: {error}") from None
+        if not messages:
+            self._empty(at, record)
         index = self._index
         self._index += 1
         return Conversation(index, record_id, where.source, messages, positions, kind)
+
+    def _empty(self, at: str, record: Any) -> None:
+        """An empty conversation: nothing in it is bad, and nothing to count.
+
+        Said for each of the first few; then once that there are more.
+        """
+        self.empty += 1
+        if self._note is None or self.empty > _NOTED + 1:
+            return
+        if self.empty > _NOTED:
+            self._note("more empty conversations: read, each with nothing to count")
+            return
+        # A record's empty lists are named: the one taken for its messages is among them.
+        empty = (
+            [repr(k) for k, v in record.items() if isinstance(v, list) and not v]
+            if isinstance(record, Mapping)
+            else []
+        )
+        lists = f"list {empty[0]} is" if len(empty) == 1 else f"lists {', '.join(empty)} are"
+        why = f" (the record's {lists} empty)" if empty else ""
+        self._note(f"{at}: an empty conversation{why}: read, with nothing to count")
 
     def _id(self, record: Mapping[str, Any]) -> str | None:
         keys = (self.id_key,) if self.id_key else ID_KEYS
@@ -377,10 +416,8 @@ class LogReader:
                 f"{at}: the fields {names} all hold messages: name one with --messages-key"
             )
         # A field holding an empty list is most likely the conversation, with nothing in it.
-        empty = [repr(key) for key, item in record.items() if isinstance(item, list) and not item]
-        if empty:
-            lists = f"list {empty[0]} is" if len(empty) == 1 else f"lists {', '.join(empty)} are"
-            raise LogError(f"{at}: an empty conversation: the record's {lists} empty")
+        if any(isinstance(item, list) and not item for item in record.values()):
+            return []
         names = ", ".join(map(repr, list(record)[:8])) or "none"
         raise LogError(f"{at}: a record with no list of messages (its fields: {names})")
 

@@ -370,19 +370,39 @@ def _format_stats(stats: StatsSnapshot) -> str:
     return " · ".join(parts)
 
 
-def _summary(messages: Sequence[BaseMessage], config: ReminderConfig, sent: int | None) -> str:
-    """Calls, reminders (in the conversation, or `sent` would-have-been) and the longest run."""
+def _summary(
+    messages: Sequence[BaseMessage],
+    config: ReminderConfig,
+    sent: int | None,
+    raised: RepeatToolLoopError | None = None,
+) -> str:
+    """Calls, reminders (in the conversation, or `sent` would-have-been) and the longest run.
+
+    The reminders are those the stats line counts, gentle and detailed; the stop is said
+    apart, whatever form it took (finish's request for the answer is a reminder message, but
+    the stats count it with the escalations, and so does this line; `raised` left none).
+    """
     from .transcript import summarize
 
     summary = summarize(messages, config)
     longest = f"{summary.longest[0]} × {summary.longest[1]}" if summary.longest else "none"
     if sent is None:
-        said = f"{plural(summary.reminders, 'reminder')} ({summary.levels})"
+        reminders = summary.gentle + summary.detailed
+        levels = f"{summary.gentle} gentle, {summary.detailed} detailed"
+        said = f"{plural(reminders, 'reminder')} ({levels})"
     else:
         said = f"would have sent {plural(sent, 'reminder')}"
     tags = (tag_of(message) or {} for message in messages)
     stopped = next((tag for tag in tags if tag.get("level") == "escalated"), None)
-    tail = f" · stopped at {stopped['summary']} ({stopped['detector']})" if stopped else ""
+    tail = ""
+    if raised is not None:
+        where = f"{raised.tool} × {raised.count} ({raised.detector})"
+        tail = f" · stopped at {where}, RepeatToolLoopError raised"
+    elif stopped:
+        asked = (
+            ", the model asked for its answer" if EXITS[config.exit_behavior].asks_answer else ""
+        )
+        tail = f" · stopped at {stopped['summary']} ({stopped['detector']}){asked}"
     return f"{plural(summary.calls, 'tool call')} · {said} · longest streak: {longest}{tail}"
 
 
@@ -421,7 +441,9 @@ def _run_command(config: ReminderConfig, scenario: _Scenario = "poll") -> int:
         messages = run_demo(guard, scenario, heeds=heeds, asked=asked)
     except RepeatToolLoopError as error:
         print(format_transcript(error.messages))  # type: ignore[attr-defined]
-        print(f"\n{'Guard stats:':<16} {_format_stats(guard.stats.snapshot())}")
+        said = _summary(error.messages, config, None, error)  # type: ignore[attr-defined]
+        print(f"\n{'With the guard:':<16} {said}")
+        print(f"{'Guard stats:':<16} {_format_stats(guard.stats.snapshot())}")
         print(f"error: {error}", file=sys.stderr)
         return 1
     stats = guard.stats.snapshot()

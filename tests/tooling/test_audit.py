@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -278,17 +279,6 @@ def test_the_messages_key_picks_one_of_several_lists(tmp_path: Path) -> None:
             "{}:1: a record with no list of messages (its fields: 'task', 'reward')",
         ),
         (
-            "empty.jsonl",
-            '{"id": 7, "messages": []}\n',
-            "{}:1: an empty conversation: the record's list 'messages' is empty",
-        ),
-        (
-            "empties.json",
-            '[{"messages": [], "tags": []}]',
-            "{}:1: conversation 0: an empty conversation: the record's lists 'messages', 'tags' "
-            "are empty",
-        ),
-        (
             "unknown.json",
             '[{"role": "alien", "content": ""}]',
             "{}:1: message 0: unknown role 'alien'",
@@ -316,6 +306,66 @@ def test_a_bad_file_gets_one_error_line_with_where_and_exit_code_2(
     assert captured.out == ""
     (line,) = captured.err.splitlines()
     assert line.startswith(f"error: {wanted.format(path)}"), line
+
+
+def test_a_sqlite_database_is_refused_with_the_way_to_audit_its_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "checkpoints.sqlite"
+    with closing(sqlite3.connect(path)) as database:
+        database.execute("CREATE TABLE checkpoints (thread_id TEXT)")
+        database.commit()
+    monkeypatch.chdir(tmp_path)
+    for name in ("checkpoints.sqlite", str(path)):  # relative, and absolute: sqlite:////PATH
+        assert main(["audit", name]) == 2
+        assert capsys.readouterr().err == (
+            f"error: {name}: a SQLite database, not saved conversations; a LangGraph "
+            f"checkpointer's threads are audited with --checkpointer sqlite:///{name}\n"
+        )
+    # It was: "not UTF-8 text", at some line and column of the database's pages.
+    with pytest.raises(LogError, match=r"^-: a SQLite database, .* --checkpointer sqlite:///PATH$"):
+        read("-", stdin=io.BytesIO(path.read_bytes()))
+
+
+def test_an_empty_conversation_is_read_with_a_note_and_the_audit_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = {"id": "loop", "messages": openai_loop(3)}
+    lines = [{"id": "e", "messages": []}, loop, {"messages": [], "tags": []}, [[]]]
+    path = write(tmp_path, "runs.jsonl", "\n".join(map(json.dumps, lines)))
+
+    found = run_json(capsys, ["audit", path])
+    # Nothing in them is bad, and there is nothing to count: each is a conversation read.
+    assert found["conversations"] == 4
+    assert found["skipped"] == 0
+    assert [f["id"] for f in found["findings"]] == ["loop"]
+    assert capsys.readouterr().err == ""  # said once, while reading (run_json read it)
+    assert main(["audit", path, "--quiet"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: {path}:1: an empty conversation (the record's list 'messages' is empty): "
+        "read, with nothing to count",
+        f"note: {path}:3: an empty conversation (the record's lists 'messages', 'tags' are "
+        "empty): read, with nothing to count",
+        f"note: {path}:4: conversation 0: an empty conversation: read, with nothing to count",
+    ]
+    # --suggest reads them twice, and says them once.
+    assert main(["audit", path, "--suggest", "--quiet"]) == 0
+    assert len(capsys.readouterr().err.splitlines()) == 3
+
+
+def test_many_empty_conversations_are_said_in_a_few_lines(tmp_path: Path) -> None:
+    said: list[str] = []
+    reader = LogReader(note=said.append)
+    found = list(reader.read([write(tmp_path, "e.json", json.dumps([[]] * 8))]))
+
+    assert [c.messages for c in found] == [[]] * 8
+    assert reader.empty == 8
+    assert said[4].endswith(
+        "e.json:1: conversation 4: an empty conversation: read, with nothing to count"
+    )
+    assert said[5:] == ["more empty conversations: read, each with nothing to count"]
 
 
 def test_missing_files_and_empty_globs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -76,6 +76,7 @@ def test_repeat_every_0_gets_a_command_line_message(
     ("argv", "wanted"),
     [
         ([], "the following arguments are required: {demo,audit,lab}"),
+        (["--bogus"], "unrecognized arguments: --bogus"),  # not that a command is missing
         (["lint"], "argument {demo,audit,lab}: invalid choice: 'lint'"),
         (["audit"], "name the FILE(s) to audit, or a --checkpointer URL"),
         (["audit", "x.json", "--no-such-option"], "unrecognized arguments: --no-such-option"),
@@ -577,8 +578,22 @@ def test_an_output_that_is_a_directory_says_so(
     # It was: "the file is there already", and --overwrite then failed on it.
     folder = tmp_path / "out.toml"
     folder.mkdir()
-    line = usage_error(capsys, ["audit", log, option, str(folder), "--overwrite"], "audit")
-    assert line == f"{option} {folder}: a directory, not a file"
+    for more in ([], ["--overwrite"]):
+        line = usage_error(capsys, ["audit", log, option, str(folder), *more], "audit")
+        assert line == f"{option} {folder}: a directory, not a file"
+
+
+@pytest.mark.parametrize("command", [["demo"], ["audit", "{log}"], ["lab", "--model", "m"]])
+@pytest.mark.parametrize("name", ["settings", "settings.toml"])
+def test_a_settings_file_that_is_a_directory_says_so(
+    capsys: pytest.CaptureFixture[str], log: str, tmp_path: Path, command: list[str], name: str
+) -> None:
+    # It was: "a settings file is .toml or .json", or "cannot be read: Is a directory".
+    folder = tmp_path / name
+    folder.mkdir()
+    argv = [part.format(log=log) for part in command] + ["--config", str(folder)]
+    line = usage_error(capsys, argv, command[0])
+    assert line == f"{folder}: a directory, not a settings file"
 
 
 @pytest.mark.parametrize("option", ["--html", "--write-config"])

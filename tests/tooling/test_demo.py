@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import get_args
@@ -15,7 +16,7 @@ from repeat_reminder_langchain import (
     canonicalize,
 )
 from repeat_reminder_langchain._canonical import digest
-from repeat_reminder_langchain._exits import ExitBehavior
+from repeat_reminder_langchain._exits import EXITS, ExitBehavior
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling.demo import (
     TOOLS,
@@ -94,19 +95,50 @@ def test_the_demo_prints_the_transcript_every_reminder_line_and_both_summaries(
     ) in out
 
 
-def test_the_summary_of_a_finish_adds_up_and_agrees_with_the_transcript(
+def test_the_summary_of_a_finish_says_the_request_for_the_answer_apart(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["demo", "--escalate-after", "10", "--exit-behavior", "finish"]) == 0
     out = capsys.readouterr().out
 
-    # The request for the answer is the 4th reminder, and where the loop stopped.
+    # The request for the answer is a reminder message, and where the loop stopped: the
+    # summary counts it there, with the escalations, as the stats line does.
     assert " 25  REMINDER   [escalated · job_status × 10]" in out.splitlines()
     assert "× 11" not in out  # the model answered, its tools withheld: no 11th call
     assert (
-        "With the guard:  10 tool calls · 4 reminders (1 gentle, 2 detailed, 1 escalated) · "
-        "longest streak: job_status × 10 · stopped at job_status × 10 (repeat)"
+        "With the guard:  10 tool calls · 3 reminders (1 gentle, 2 detailed) · longest streak: "
+        "job_status × 10 · stopped at job_status × 10 (repeat), the model asked for its answer"
     ) in out.splitlines()
+
+
+_RUNNABLE = [name for name in get_args(ExitBehavior) if not EXITS[name].refuses]
+_LOOPS = {
+    "poll": ["--escalate-after", "10"],
+    "stale": ["--scenario", "stale", "--detect", "stale", "--escalate-after", "4"],
+}
+
+
+@pytest.mark.parametrize("scenario", _LOOPS)
+@pytest.mark.parametrize("exit_behavior", _RUNNABLE)
+def test_the_summary_counts_the_reminders_the_stats_line_counts_for_every_exit(
+    capsys: pytest.CaptureFixture[str], exit_behavior: str, scenario: str
+) -> None:
+    code = main(["demo", *_LOOPS[scenario], "--exit-behavior", exit_behavior])
+    assert code == (1 if EXITS[exit_behavior].raises else 0)
+    lines = capsys.readouterr().out.splitlines()
+
+    summary = next(line for line in lines if line.startswith("With the guard:"))
+    stats = next(line for line in lines if line.startswith("Guard stats:"))
+    found = re.search(r"· (\d+) reminders? \((\d+) gentle, (\d+) detailed\) ·", summary)
+    assert found is not None, summary
+    delivered = stats.partition(" · delivered ")[2].partition(" · ")[0]  # tool: 2 detailed, ...
+    levels = dict.fromkeys(["gentle", "detailed"], 0)
+    for count, level in re.findall(r"(\d+) (\w+)", delivered):
+        levels[level] += int(count)
+    assert tuple(map(int, found.groups())) == (sum(levels.values()), *levels.values())
+    # The stop, which the stats count apart (one escalation), is said apart.
+    (escalation,) = re.findall(r"escalations (\w+): 1 (\w+) ·", stats)
+    assert re.search(rf" · stopped at {escalation[0]} × \d+ \({escalation[1]}\)", summary)
 
 
 def test_options_change_the_demo(capsys: pytest.CaptureFixture[str]) -> None:
