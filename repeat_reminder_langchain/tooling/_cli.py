@@ -698,11 +698,13 @@ def _lab_options(commands: Any) -> None:
     add(
         "--quiet",
         action="store_true",
-        help="no line per run on stderr, nor the guard's warnings (its errors still show)",
+        help="no line per run on stderr, nor the model call each is at, nor the guard's "
+        "warnings (its errors still show)",
     )
 
 
 def _lab(args: argparse.Namespace) -> int:
+    from ._progress import StatusLine, model_calls
     from ._tables import format_lab
     from .lab import run_task
 
@@ -712,6 +714,7 @@ def _lab(args: argparse.Namespace) -> int:
     plan = [(t, c, n) for t in tasks for c in conditions for n in range(1, args.runs + 1)]
     out = None if args.output is None else _LabOutput(args.output)
     done: list[Any] = []
+    line = StatusLine(sys.stderr, enabled=not args.quiet)  # the call a run is at, at a terminal
     # Quiet is the table alone: the guard's warnings (each loop it stops) are left out, as the
     # lines per run are, but not its errors. Restored after: main may run again in-process.
     logger = logging.getLogger(LOGGER_NAME)
@@ -720,9 +723,14 @@ def _lab(args: argparse.Namespace) -> int:
         logger.setLevel(max(level, logging.ERROR))
     try:
         for number, (task, condition, count) in enumerate(plan, 1):
+            calls = model_calls(
+                line,
+                f"[{number}/{len(plan)}] {task.name} · {condition} · run {count}",
+                args.max_calls,
+            )
             try:
                 run = run_task(model, task, condition, run=count, max_calls=args.max_calls,
-                               config=config)  # fmt: skip
+                               config=config, watch=calls)  # fmt: skip
             except Exception as error:  # a model that cannot be reached, a key refused
                 at = "" if args.base_url is None else f" at {args.base_url}"  # which server
                 raise _Failure(

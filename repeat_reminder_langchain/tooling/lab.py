@@ -30,6 +30,7 @@ import operator
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -379,26 +380,29 @@ class _Count(AgentMiddleware):
     """Counts the model's calls and the tokens they report (the lab runs agents sync).
 
     Placed after the guard, it sees each request as the guard sent it: every task has tools, so
-    a request without them, or told to call none, is the guard asking for the answer.
+    a request without them, or told to call none, is the guard asking for the answer. Each
+    call is made inside `watch(its number)`, when given.
     """
 
     name = "LabCount"
 
-    def __init__(self) -> None:
+    def __init__(self, watch: Callable[[int], AbstractContextManager[object]] | None) -> None:
         super().__init__()
         self.calls = 0
         self.tokens = 0
         self.held_back: str | None = None
+        self._watch = watch
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         if not request.tools:
             self.held_back = "withheld"
         elif request.tool_choice in ("none", {"type": "none"}):
             self.held_back = "tool_choice_none"
-        return handler(request)
+        self.calls += 1  # counted as it goes out, for `watch`
+        with nullcontext() if self._watch is None else self._watch(self.calls):
+            return handler(request)
 
     def after_model(self, state: Any, runtime: Any) -> None:
-        self.calls += 1
         last = state["messages"][-1]
         usage = getattr(last, "usage_metadata", None) or {}
         self.tokens += usage.get("total_tokens", 0)
@@ -433,14 +437,17 @@ def run_task(
     run: int = 1,
     max_calls: int = 24,
     config: ReminderConfig | None = None,
+    watch: Callable[[int], AbstractContextManager[object]] | None = None,
 ) -> LabRun:
     """Run `task` once under `condition` with the real `create_agent`, and measure it.
 
     The cap ends a run that nothing else ends, under every condition and every `exit_behavior`
     the settings may hold: a run the guard stops by raising (`"error"`) or by asking a human
     (`"interrupt"`) is a run it ended, its conversation read from the run's checkpoint.
+    `watch`, given each model call's number as the call goes out, returns a context the call
+    is made in: the command line shows there, at a terminal, which call a run is at.
     """
-    count = _Count()
+    count = _Count(watch)
     guard = _guard_for(condition, config)
     middleware: list[Any] = [ModelCallLimitMiddleware(run_limit=max_calls), count]
     if guard is not None:

@@ -489,6 +489,86 @@ def test_the_line_per_run_says_what_the_table_says_in_its_words(
     ]
 
 
+class Terminal(io.StringIO):
+    """Standard error (and output) at an interactive terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def seen(written: str) -> list[str]:
+    """What a terminal shows after `written`: each line as its last carriage return left it,
+    the last one the cursor's."""
+    rows = []
+    for row in written.split("\n"):
+        cells = ""
+        for part in row.split("\r"):  # each from the line's start, over what was there
+            cells = part + cells[len(part) :]
+        rows.append(cells.rstrip())
+    return rows
+
+
+def test_at_a_terminal_the_lab_shows_the_model_call_each_run_is_at(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run is up to --max-calls model calls, each seconds long on a real model: at a terminal
+    # one line says which is out, and leaves nothing behind (issue 65, point 19).
+    during: list[str] = []  # the terminal's last line while each call is out
+
+    def look(number: int) -> None:
+        during.append(seen(sys.stderr.getvalue())[-1])
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Counting(tire=2, on_call=look))
+    argv = ["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,guard"]
+    argv += ["--max-calls", "12"]
+    lines = [
+        f"[{n}/2] poll · {condition} · run 1: 3 model calls, longest run 2, broken by -, acceptable"
+        for n, condition in ((1, "none"), (2, "guard"))
+    ]
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert main(argv) == 0
+    assert during == [
+        f"[{n}/2] poll · {condition} · run 1: model call {call} of at most 12"
+        for n, condition in ((1, "none"), (2, "guard"))
+        for call in (1, 2, 3)
+    ]
+    assert seen(sys.stderr.getvalue()) == [*lines, ""]  # each run's line on a clean one
+    table = [row.split()[:-1] for row in capsys.readouterr().out.splitlines()]  # all but seconds
+
+    # Not at a terminal (a pipe, a log file, CI): the lines per run alone, as before.
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert main(argv) == 0
+    assert sys.stderr.getvalue() == "".join(f"{line}\n" for line in lines)
+    assert during[6:] == [""] * 6  # nothing drawn
+    assert [row.split()[:-1] for row in capsys.readouterr().out.splitlines()] == table
+    # --quiet: nothing on stderr, at a terminal too.
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert main([*argv, "--quiet"]) == 0
+    assert sys.stderr.getvalue() == ""
+
+
+def test_a_model_that_fails_during_its_call_leaves_a_clean_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def drop(number: int) -> None:
+        if number == 5:  # the second run's second call
+            raise ConnectionError("the server went away")
+
+    monkeypatch.setattr(cli, "_lab_model", lambda args: Counting(tire=2, on_call=drop))
+    screen = Terminal()  # the table on stdout and the lines on stderr share it
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setattr(sys, "stderr", screen)
+    assert main(["lab", "--model", "m", "--tasks", "poll", "--conditions", "none,guard"]) == 2
+    rows = seen(screen.getvalue())
+    assert rows[0].startswith("[1/2] poll · none · run 1: 3 model calls")
+    assert rows[1].startswith("task ")  # the table of the run done
+    assert rows[-2:] == [
+        "error: poll · guard · run 1: the model failed: ConnectionError: the server went away",
+        "",
+    ]
+    assert not any("of at most" in row for row in rows)
+
+
 def test_a_missing_provider_package_names_the_extra(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import socket
 import subprocess
@@ -18,6 +20,7 @@ pytest.importorskip("langchain_openai")
 from repeat_reminder_langchain.tooling._cli import main
 
 from ..provider_server import ProviderServer, Script
+from .test_lab import seen
 
 
 def test_the_lab_runs_an_openai_compatible_model_over_http(
@@ -99,6 +102,52 @@ def test_quiet_silences_the_guards_log_lines() -> None:
         "10.0",
         "escalated",
     ]
+
+
+def test_at_a_terminal_each_model_call_is_counted_as_it_goes_out() -> None:
+    # The real command with its stderr a terminal (a pseudo-terminal), the guard's log line
+    # unconfigured, as a user runs it: a line says which call a run is at while it is out, and
+    # what the run leaves is its lines, each on a clean line (issue 65, point 19).
+    script = Script.repeat("job_status", {"job": "nightly-build-7"}, 10_000)
+    with ProviderServer(script) as server:
+        argv = ["lab", "--model", "local", "--base-url", server.openai_base_url, "--tasks", "poll"]
+        argv += ["--conditions", "escalate"]
+        screen, terminal = pty.openpty()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "repeat_reminder_langchain", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+        )
+        os.close(terminal)
+        written = b""
+        try:
+            while select.select([screen], [], [], 60)[0]:  # what the terminal is sent, to the end
+                try:
+                    chunk = os.read(screen, 4096)
+                except OSError:  # EIO: the command closed the terminal
+                    break
+                if not chunk:
+                    break
+                written += chunk
+            out = child.communicate(timeout=60)[0].decode()
+        finally:
+            os.close(screen)
+            child.kill()
+    text = written.decode()
+    calls = [
+        text.index(f"poll · escalate · run 1: model call {n} of at most 24") for n in range(1, 11)
+    ]
+    assert calls == sorted(calls)  # each call counted, in order
+    assert child.returncode == 0
+    rows = seen(text)
+    assert rows[0].startswith("repeat tool loop stopped (end): job_status × 10 (end, ")
+    assert rows[1:] == [
+        "[1/1] poll · escalate · run 1: 10 model calls, longest run 10, broken by escalated, "
+        "not acceptable",
+        "",
+    ]
+    assert "\r" not in out and out.splitlines()[1].split()[:3] == ["poll", "escalate", "1"]
 
 
 def test_a_server_that_cannot_be_reached_is_named(capsys: pytest.CaptureFixture[str]) -> None:
