@@ -61,6 +61,7 @@ class ReminderEvent(TypedDict):
     mode: str
     delivered: bool
     thread_id: str | None
+    guard: str
 
 
 class EscalationEvent(TypedDict):
@@ -76,12 +77,18 @@ class EscalationEvent(TypedDict):
     mode: str
     acted: bool
     thread_id: str | None
+    guard: str
 
 
 def reminder_event(
-    reminder: Reminder, config: ReminderConfig, delivered: bool, thread: str | None = None
+    reminder: Reminder,
+    config: ReminderConfig,
+    delivered: bool,
+    thread: str | None = None,
+    *,
+    guard: str = "",
 ) -> ReminderEvent:
-    """What the `repeat_tool_reminder` event of `reminder` carries."""
+    """What the `repeat_tool_reminder` event of `reminder` carries; `guard`: the guard's name."""
     return {
         "tool": reminder.tool,
         "count": reminder.count,
@@ -92,6 +99,7 @@ def reminder_event(
         "mode": config.mode,
         "delivered": delivered,
         "thread_id": thread,
+        "guard": guard,
     }
 
 
@@ -104,8 +112,9 @@ def escalation_event(
     thread: str | None = None,
     *,
     acted: bool = True,
+    guard: str = "",
 ) -> EscalationEvent:
-    """What the `repeat_tool_escalation` event of `escalation` carries."""
+    """What the `repeat_tool_escalation` event of `escalation` carries; `guard`: its name."""
     return {
         "tool": escalation.tool,
         "count": escalation.count,
@@ -117,6 +126,7 @@ def escalation_event(
         "mode": config.mode,
         "acted": acted and config.mode == "remind",
         "thread_id": thread,
+        "guard": guard,
     }
 
 
@@ -141,6 +151,9 @@ class Report(NamedTuple):
             and for a turn with nothing to report).
         thread: The conversation the run belongs to, if it has one.
         run: The invocation the turn is in (`_guard.invocation_of`), for the log lines.
+        guard: The guard's name, which its events carry.
+        named: Whether the user gave that name: then its log lines carry it too (a subagent's
+            guard named for it tells its lines from the main agent's).
     """
 
     found: Count
@@ -150,6 +163,8 @@ class Report(NamedTuple):
     run_config: RunnableConfig | None
     thread: str | None
     run: str | None
+    guard: str = ""
+    named: bool = False
 
 
 def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
@@ -196,13 +211,14 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
 
 def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
     """Add the turn's count to the stats, log what it found; its events."""
-    counted, config, thread, run = told.found, told.config, told.thread, told.run
+    counted, config, thread, guard = told.found, told.config, told.thread, told.guard
+    where = _where(thread, told.run, guard if told.named else None)
     delivered = told.delivery == "sent" and config.mode == "remind"
     told.stats.add(counted, delivered=delivered)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         sent = delivered and reminder.reminds
-        data = reminder_event(reminder, config, sent, thread)
+        data = reminder_event(reminder, config, sent, thread, guard=guard)
         if sent:
             outcome = "sent"
         elif config.mode == "observe":
@@ -218,14 +234,14 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             reminder.level,
             reminder.detector,
             _arguments(reminder, config),
-            _where(thread, run),
+            where,
             # The same, as fields, for structured logging.
-            extra={SOURCE: data, "thread_id": thread, "run_id": run},
+            extra={SOURCE: data, "thread_id": thread, "run_id": told.run},
         )
         events.append((REMINDER_EVENT, data))
     if counted.escalation is not None:
         escalation = counted.escalation
-        escalated = escalation_event(escalation, config, thread, acted=delivered)
+        escalated = escalation_event(escalation, config, thread, acted=delivered, guard=guard)
         logged = escalated if config.log_arguments else _without_arguments(escalated)
         outcome = (
             escalation.exit.done if escalated["acted"] else "repeat tool loop would be stopped"
@@ -238,17 +254,19 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             escalation.detector,
             escalation.limit,
             _arguments(escalation, config),
-            _where(thread, run),
-            extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": run},
+            where,
+            extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": told.run},
         )
         events.append((ESCALATION_EVENT, escalated))
     return events
 
 
-def _where(thread: str | None, run: str | None) -> str:
-    """The thread and the run as a log line names them: nothing of what a run has not."""
-    return (", thread " + thread if thread is not None else "") + (
-        ", run " + run if run is not None else ""
+def _where(thread: str | None, run: str | None, guard: str | None = None) -> str:
+    """The guard, the thread and the run as a log line names them: nothing of what it has not."""
+    return (
+        (", guard " + guard if guard is not None else "")
+        + (", thread " + thread if thread is not None else "")
+        + (", run " + run if run is not None else "")
     )
 
 

@@ -144,11 +144,12 @@ class Guard:
 
     Args:
         config: The configuration.
-        name: The instance's name (its metrics carry it).
+        name: The instance's name (its metrics and events carry it).
         records: Where the face keeps its records.
         meter_provider: Where its OpenTelemetry metrics go (see `metrics_for`).
         keeps_run: Whether the state keeps the invocation's id (`RUN_FIELD`): the update of
             its first report writes it, so that the later ones carry the same.
+        named: Whether the user gave the name: its log lines then carry it too.
     """
 
     __slots__ = (
@@ -158,6 +159,7 @@ class Guard:
         "exit",
         "keeps_run",
         "name",
+        "named",
         "not_user",
         "reaches_model",
         "records",
@@ -174,9 +176,10 @@ class Guard:
         records: Records,
         meter_provider: MeterProviderOption = None,
         keeps_run: bool = False,
+        named: bool = False,
     ) -> None:
         self.config = config
-        self.name = name
+        self.name, self.named = name, named
         self.records = records
         self.counter = LoopCounter(config)
         self.not_user = user_test(config.not_user)
@@ -249,7 +252,10 @@ class Guard:
             else:
                 update = self.records.write(where, found.record)
             if quiet:
-                told = _make(Report, (found, self.stats, self.config, delivery, None, None, None))
+                told = _make(
+                    Report,
+                    (found, self.stats, self.config, delivery, None, None, None, "", False),
+                )
             else:
                 told = self._told(found, delivery, run_config or current_run_config(), invocation)
             return _make(Step, (found, update, messages, False, None, told, turn))
@@ -322,7 +328,9 @@ class Guard:
     ) -> Report:
         """What a turn with something due reports, from the run it is in."""
         thread, run = thread_of(run_config), invocation_of(run_config, invocation)
-        return Report(found, self.stats, self.config, delivery, run_config, thread, run)
+        return Report(
+            found, self.stats, self.config, delivery, run_config, thread, run, self.name, self.named
+        )
 
     def _act(
         self,

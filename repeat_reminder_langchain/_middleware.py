@@ -174,7 +174,8 @@ class RepeatToolReminderMiddleware(
 
     Args:
         config: A `ReminderConfig`. Give either this or its fields, not both.
-        name: The instance's name (default: the class name, with `include`/`exclude`).
+        name: The instance's name (default: the class name, with `include`/`exclude`). Its
+            events carry it (`guard`), and its log lines a name given here.
         meter_provider: Where its OpenTelemetry metrics go: a `MeterProvider`, None (the
             default) for the global one when opentelemetry-api is installed, False for none.
         **fields: `ReminderConfig` fields.
@@ -192,7 +193,10 @@ class RepeatToolReminderMiddleware(
         ```
 
         With deepagents, put an instance in the main agent's `middleware` and one in each
-        subagent spec's `"middleware"`: a main agent's middleware does not reach subagents.
+        subagent spec's `"middleware"`, a spec named `"general-purpose"` among them (it replaces
+        the one deepagents adds): deepagents hands a main agent's middleware to no subagent.
+        Name each for its agent (`name="researcher"`), so that its events and log lines say
+        which agent looped.
     """
 
     state_schema = RepeatToolReminderMiddlewareState  # type: ignore[assignment]  # as LangChain's own do
@@ -225,6 +229,7 @@ class RepeatToolReminderMiddleware(
             records=self._store,
             meter_provider=meter_provider,
             keeps_run=True,
+            named=name is not None,
         )
         self.stats = self._guard.stats
         self._blocks = self._guard.reaches_model and self._guard.counter.blocking

@@ -87,6 +87,7 @@ async def test_reminders_are_custom_events_in_astream_events(guarded: Make) -> N
         "mode": "remind",
         "delivered": True,
         "thread_id": None,
+        "guard": type(agent.handler or agent.guard).__name__,  # a guard's default name: its face
     }
     assert DIGEST.match(data["arguments_digest"])
 
@@ -167,7 +168,8 @@ async def test_observed_reminders_are_custom_events_marked_not_delivered(
 
 def test_event_data_says_what_fired_and_where() -> None:
     reminder = Reminder("grep", 5, "detailed", '{"q":1}', "d" * 32, "stale")
-    assert reminder_event(reminder, ReminderConfig(mode="observe"), False, "t-1") == {
+    observed = reminder_event(reminder, ReminderConfig(mode="observe"), False, "t-1", guard="g")
+    assert observed == {
         "tool": "grep",
         "count": 5,
         "level": "detailed",
@@ -177,16 +179,18 @@ def test_event_data_says_what_fired_and_where() -> None:
         "mode": "observe",
         "delivered": False,
         "thread_id": "t-1",
+        "guard": "g",
     }
     escalation = Escalation("grep", 9, "repeat", '{"q":1}', "end", "d" * 32)
     config = ReminderConfig(escalate_after=9)
-    event = escalation_event(escalation, config, "t-1")
-    assert {k: event[k] for k in ("tool", "count", "detector", "behavior", "acted")} == {
+    event = escalation_event(escalation, config, "t-1", guard="g")
+    assert {k: event[k] for k in ("tool", "count", "detector", "behavior", "acted", "guard")} == {
         "tool": "grep",
         "count": 9,
         "detector": "repeat",
         "behavior": "end",
         "acted": True,
+        "guard": "g",
     }
     assert escalation_event(escalation, config, acted=False)["acted"] is False
     observing = ReminderConfig(escalate_after=9, mode="observe")

@@ -1,4 +1,4 @@
-"""The middleware in `create_agent` and deepagents, and what each provider receives."""
+"""The middleware in `create_agent`, and what each provider receives."""
 
 from __future__ import annotations
 
@@ -11,12 +11,10 @@ from typing import Any
 import pytest
 
 # Optional peers (the dev extra): `make test-lowest` runs without them and skips this module.
-pytest.importorskip("deepagents")
 pytest.importorskip("langchain_anthropic")
 pytest.importorskip("langchain_google_genai")
 pytest.importorskip("langchain_openai")
 
-from deepagents import create_deep_agent
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRequest
 from langchain_core.messages import (
@@ -467,41 +465,6 @@ def test_a_node_without_a_handler_warns_when_the_state_has_no_field(
     # again, which finds the loop, at the cost of reading it all every turn.
     assert reminders(messages) == [("gentle", "probe", 3)]
     assert len(wiring_warnings(recwarn, "state field 'repeat_tool_reminder'")) == 1
-
-
-# -- deepagents -------------------------------------------------------------------------------
-
-
-def test_deepagents_subagent_with_its_own_middleware_gets_its_own_reminder() -> None:
-    worker_model = scripted(repeat("probe", SAME, 3))
-    task = call("task", {"description": "look into it", "subagent_type": "worker"})
-    parent_script = [*repeat("probe", SAME, 2), turn(task), *repeat("probe", SAME, 1)]
-    agent = create_deep_agent(
-        model=scripted(parent_script),
-        tools=[probe],
-        subagents=[
-            {
-                "name": "worker",
-                "description": "Looks things up.",
-                "system_prompt": "Look things up.",
-                "tools": [probe],
-                "model": worker_model,
-                "middleware": [RepeatToolReminderMiddleware()],
-            }
-        ],
-        middleware=[RepeatToolReminderMiddleware(exclude=["task"])],
-    )
-    messages = agent.invoke(ask())["messages"]
-
-    assert_adjacent(messages)
-    # The parent's two probes, the subagent's three, then the parent's third: the parent is
-    # reminded at its own third call, not at the sixth probe overall.
-    assert reminders(messages) == [("gentle", "probe", 3)]
-    assert [m for m in messages if isinstance(m, ToolMessage)][-1] is messages[-3]
-    worker_prompt = worker_model.seen[-1]
-    assert_adjacent(worker_prompt)
-    assert is_reminder(worker_prompt[-1])
-    assert worker_prompt[-1].additional_kwargs["repeat_tool_reminder"]["count"] == 3
 
 
 # -- what each provider receives --------------------------------------------------------------
