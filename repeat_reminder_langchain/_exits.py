@@ -85,7 +85,13 @@ EXITS: dict[str, Exit] = {
             ),
         ),
         Exit("error", "repeat tool loop stopped (error)", _ENDED, raises=True),
-        Exit("interrupt", "repeat tool loop stopped (interrupt)", _ENDED, pauses=True),
+        # Paused, not stopped: the human's answer decides, and is logged when it comes.
+        Exit(
+            "interrupt",
+            "repeat tool loop: a human is asked what to do (interrupt)",
+            _ENDED,
+            pauses=True,
+        ),
         Exit(
             "block",
             "repeat tool call refused",  # the model decides what comes next

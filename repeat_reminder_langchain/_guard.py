@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
@@ -30,7 +31,7 @@ from ._conversation import is_user_message, read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
-from ._exits import EXITS
+from ._exits import END, EXITS
 from ._messages import escalation_message, finish_message, handover, recap, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
@@ -412,7 +413,9 @@ class Guard:
             return self.counter.reset(record), [], False, None
         if choice == "message":
             return self.counter.reset(record), [HumanMessage(text)], False, None
-        return record, [self._final(escalation, history)], True, None
+        # The human ended the run: it ended as `end` ends one, and says so (`stop_reason`).
+        ended = replace(escalation, behavior=END.name)
+        return record, [self._final(ended, history)], True, None
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:

@@ -396,7 +396,8 @@ def stop_reason(result: Mapping[str, Any] | Sequence[BaseMessage]) -> Escalation
     (`"finish"`: the model's answer follows it), the result of a call it refused (`"block"`:
     the model went on). Its `behavior` says which; `detector`, `count` and `limit` why. With
     `"error"` the run raises `RepeatToolLoopError` instead, and with `"interrupt"` it pauses
-    with the question (until a human answers `"end"`); `mode="observe"` stops nothing.
+    with the question, and says `"end"` once a human answered that; `mode="observe"` stops
+    nothing.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage

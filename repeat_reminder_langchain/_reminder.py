@@ -226,7 +226,8 @@ class Escalation:
         arguments: The call's canonical arguments, cut to the preview cap.
         behavior: What the guard does: the configured `exit_behavior`, but `"end"` for a
             model that sends a call again after reading its refusal (`"block"`) or after it
-            was asked for its answer (`"finish"`).
+            was asked for its answer (`"finish"`), and for a run a human ended when asked
+            (`"interrupt"` answered `"end"`).
         digest: A fingerprint of the full canonical arguments.
         position: The call's position among the calls of its model turn.
         limit: The `escalate_after` it reached.

@@ -625,14 +625,30 @@ def test_continue_starts_the_counts_over_and_goes_on(guarded: Make, thread: str)
     assert stats["calls"] == 9
 
 
-def test_end_as_an_answer_ends_the_run(guarded: Make, thread: str) -> None:
+def test_end_as_an_answer_ends_the_run(
+    guarded: Make, thread: str, caplog: pytest.LogCaptureFixture
+) -> None:
     agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
-    _interrupted(agent, thread)
-    messages = agent.graph.invoke(Command(resume="end"), agent.run_config(thread))["messages"]
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        _interrupted(agent, thread)
+        paused = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        messages = agent.graph.invoke(Command(resume="end"), agent.run_config(thread))["messages"]
 
     assert_adjacent(messages)
     assert tool_calls(messages) == 6
     assert ended(messages) is not None
+    # Paused, the run is said to wait for a human; ended by the human, it ended as `end` does.
+    said = [m for m in paused if "repeat tool loop" in m]
+    assert len(said) == 1
+    assert "repeat tool loop: a human is asked what to do (interrupt)" in said[0]
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "repeat tool loop on probe × 6",
+    ]
+    assert "resumed with 'end'" in caplog.records[0].getMessage()
+    reason = stop_reason(messages)
+    assert reason is not None
+    assert (reason.behavior, reason.count, reason.detector) == ("end", 6, "repeat")
 
 
 def test_any_other_answer_reaches_the_agent_as_a_user_message(guarded: Make, thread: str) -> None:

@@ -73,7 +73,7 @@ def test_an_escalation_put_to_a_human_is_reported_once_whichever_process_resumes
         asking.graph.invoke(ask("loop 9"), asking.run_config(thread))
         resuming.graph.invoke(Command(resume="end"), resuming.run_config(thread))
 
-    stopped = [r for r in caplog.records if r.getMessage().startswith("repeat tool loop ")]
+    stopped = [r for r in caplog.records if r.getMessage().startswith("repeat tool loop")]
     assert [r.levelno for r in stopped] == [logging.WARNING, logging.INFO]  # asked, resumed
     assert asking.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
     assert resuming.stats.snapshot()["escalations"] == {}

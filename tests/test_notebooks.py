@@ -6,6 +6,8 @@ import importlib.util
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -159,7 +161,8 @@ PROMISED = {
         "choices: ['continue', 'end', '<any other text: sent to the agent as a user message>']",
         "25 user The job finished hours ago: read its log.",
         '26 assistant → read_log(job="nightly-7")',
-        "WARNING repeat_reminder_langchain: repeat tool loop stopped (interrupt): job_status × 10",
+        "WARNING repeat_reminder_langchain: repeat tool loop: a human is asked what to do "
+        "(interrupt): job_status × 10",
         "RepeatToolLoopError: repeat tool loop stopped: job_status × 10 "
         "(repeat, escalate_after=10)",
         "{'tool': 'job_status', 'arguments': '{\"job\":\"nightly-7\"}', 'count': 10, "
@@ -307,3 +310,34 @@ def test_the_notebook_runs_offline_from_a_fresh_kernel(
     )
     after = sorted(os.listdir(NOTEBOOKS)), picture.exists() and picture.stat().st_mtime_ns
     assert after == before, "the notebook wrote into the repository"
+
+
+def test_the_evaluation_cell_finds_its_package_in_the_checkout_with_the_package_installed(
+    tmp_path: Path,
+) -> None:
+    # As `pip install ".[notebooks]"` leaves it: the package in site-packages, the checkout
+    # (which holds `evaluation`) not on the path, Jupyter started in the checkout's notebooks/.
+    site = tmp_path / "site"
+    shutil.copytree(ROOT / "repeat_reminder_langchain", site / "repeat_reminder_langchain")
+    notebook = nbformat.read(NOTEBOOKS / "05_detectors_and_escalation.ipynb", as_version=4)
+    cell = next(c.source for c in notebook.cells if "from evaluation" in c.source)
+    run = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        f"sys.path[:] = [{str(site)!r}] + [p for p in sys.path if p and Path(p).resolve() != "
+        f"Path({str(ROOT)!r})]\n"
+        f"{cell}\n"
+        "import evaluation\n"
+        "print(Path(evaluation.__file__).parent.parent, repeat_reminder_langchain.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", run],
+        cwd=NOTEBOOKS,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONSAFEPATH": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    checkout, package = done.stdout.splitlines()[-1].split()
+    assert (Path(checkout), Path(package).parent.parent) == (ROOT, site)
