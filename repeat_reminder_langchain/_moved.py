@@ -4,8 +4,8 @@
 `.tooling.logs`, ...); 0.4.0 made them private. A name imported from one of those paths still
 works in 0.4: it is today's object, and the import warns with what to import instead
 (`LangChainDeprecationWarning`, a `DeprecationWarning` that langchain-core shows by default). A
-name that no longer exists raises `ImportError`, saying what replaced it. `MOVED` is the table
-the migration guide (docs/migration.md) prints.
+name that no longer exists raises `ImportError`, saying what replaced it and where the migration
+guide is. `MOVED` is the table the guide (docs/migration.md) prints.
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ from langchain_core._api import LangChainDeprecationWarning
 
 PACKAGE, DISTRIBUTION = "repeat_reminder_langchain", "repeat-reminder-langchain"
 SINCE, REMOVAL = "0.4.0", "0.6.0"
+# The guide where a wheel's user can open it, on the repository's default branch: a wheel has
+# no docs/. No other file names the repository (pyproject.toml has no [project.urls], mkdocs.yml
+# no repo_url), so this is the one place to change when it moves.
+REPOSITORY = "https://github.com/repeat-reminder-langchain/repeat-reminder-langchain"
+GUIDE = f"{REPOSITORY}/blob/main/docs/migration.md"
 
 
 class Now(NamedTuple):
@@ -27,8 +32,10 @@ class Now(NamedTuple):
     Attributes:
         where: `module:name`, the module relative to the package (`""`: the package itself);
             None: the name is gone.
-        instead: For a name that is no public one any more, the public way to its job, or None
-            when there is none. A public name is its own replacement.
+        instead: For a name that is no public one any more, what to do in its place, as a
+            clause that completes "It is internal; ..." or "... was removed: ..." ("use X
+            instead", "X does this now"), or None when there is nothing. A public name is its
+            own replacement.
     """
 
     where: str | None
@@ -50,18 +57,22 @@ def _gone(*names: str, instead: str | None) -> dict[str, Now]:
     return {name: Now(None, instead) for name in names}
 
 
-_REPLAY = "`repeat_reminder_langchain.replay.replay` (counts a whole conversation)"
-_EVENTS = "the event's dict, as the observing guide describes it"
+_REPLAY = "use `repeat_reminder_langchain.replay.replay` instead, which counts a whole conversation"
+_EVENTS = "read the event's dict instead, as the observing guide describes it"
+_FROM_GUARD = "use `repeat_reminder_langchain.from_guard` instead"
+_DETECTORS = (
+    "use `repeat_reminder_langchain.tooling.audit.detectors()` instead, which names every detector"
+)
 
 # Each of 0.2.0's public modules (relative to the package; "" is the package) and what became
 # of every name of its `__all__`.
 MOVED: dict[str, dict[str, Now]] = {
-    "": _at("_reminder", "is_reminder", instead="`repeat_reminder_langchain.from_guard`"),
+    "": _at("_reminder", "is_reminder", instead=_FROM_GUARD),
     "callbacks": _at("", "RepeatToolReminderCallbackHandler"),
     "canonical": {**_at("", "canonicalize"), **_at("_canonical", "digest")},
     "config": {
         **_at("", "ConfigError", "ReminderConfig", "ReminderFields"),
-        **_at("_config", "resolve_config", instead="`ReminderConfig(**fields)`"),
+        **_at("_config", "resolve_config", instead="use `ReminderConfig(**fields)` instead"),
     },
     "conversation": {
         **_at("_conversation", "is_user_message", "read_messages", "read_state"),
@@ -74,8 +85,16 @@ MOVED: dict[str, dict[str, Now]] = {
         **_at("_escalation", "InterruptRequest", "interrupt_request", "read_answer"),
     },
     "events": {
-        **_at("_events", "REMINDER_EVENT", instead='the event\'s name, `"repeat_tool_reminder"`'),
-        **_at("_events", "ESCALATION_EVENT", instead='its name, `"repeat_tool_escalation"`'),
+        **_at(
+            "_events",
+            "REMINDER_EVENT",
+            instead='use the event name `"repeat_tool_reminder"` instead',
+        ),
+        **_at(
+            "_events",
+            "ESCALATION_EVENT",
+            instead='use the event name `"repeat_tool_escalation"` instead',
+        ),
         **_at("_events", "Delivery", "EscalationEvent", "ReminderEvent", instead=_EVENTS),
         **_at("_events", "escalation_event", "reminder_event", "report"),
         **_at("_guard", "current_run_config"),
@@ -86,30 +105,31 @@ MOVED: dict[str, dict[str, Now]] = {
         **_at("", "prepare_messages"),
         **_at("_messages", "as_user_turn", "blocked_result", "escalation_message"),
         **_at("_messages", "keeps_system_messages", "reminder_message"),
-        **_gone("reminder_messages", instead="one message per turn, whatever its reminders"),
+        **_gone(
+            "reminder_messages",
+            instead="the guard now writes all the reminders of a turn as one message",
+        ),
     },
     "middleware": {
         **_at("", "RepeatToolReminderMiddleware"),
         **_at("_middleware", "RepeatToolReminderMiddlewareState"),
     },
     "policy": {
-        **_at("_policy", "POLICY_KEY", instead='the metadata key, `"repeat_reminder"`'),
+        **_at("_policy", "POLICY_KEY", instead='use the metadata key `"repeat_reminder"` instead'),
         **_at("_policy", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"),
     },
     "prebuilt": _at("", "RepeatToolReminderAgentState"),
     "reminder": {
         **_at("", "Escalation", "Reminder"),
-        **_at("_reminder", "is_reminder", instead="`repeat_reminder_langchain.from_guard`"),
+        **_at("_reminder", "is_reminder", instead=_FROM_GUARD),
         **_at(
-            "_reminder", "LOGGER_NAME", instead='the logger\'s name, `"repeat_reminder_langchain"`'
+            "_reminder",
+            "LOGGER_NAME",
+            instead='use the logger name `"repeat_reminder_langchain"` instead',
         ),
         **_at("_reminder", "SOURCE", "Level", "ReminderTag", "preview", "wrap"),
         **_at("_exits", "ExitBehavior"),
-        **_gone(
-            "DETECTORS",
-            "Detector",
-            instead="`repeat_reminder_langchain.tooling.audit.detectors()`, every detector's name",
-        ),
+        **_gone("DETECTORS", "Detector", instead=_DETECTORS),
     },
     "stats": _at("", "Stats", "StatsSnapshot"),
     "steps": {
@@ -126,13 +146,13 @@ MOVED: dict[str, dict[str, Now]] = {
     "tooling.cli": _at(
         "tooling._cli",
         "main",
-        instead="the `repeat-reminder` command",
+        instead="use the `repeat-reminder` command instead",
     ),
     "tooling.demo": {
         "RetestingModel": Now("tooling.demo:_RetestingModel"),
         "format_stats": Now("tooling.demo:_format_stats"),
         "run_command": Now("tooling.demo:_run_command"),
-        **_gone("SCENARIOS", instead="the demo's `--scenario` option"),
+        **_gone("SCENARIOS", instead="use the demo's `--scenario` option instead"),
     },
     "tooling.logs": {
         **_at("tooling.audit", "Conversation"),
@@ -141,14 +161,19 @@ MOVED: dict[str, dict[str, Now]] = {
     "tooling.progress": _at("tooling._progress", "LARGE", "ProgressBar"),
     "tooling.report": {
         **_at("tooling._report", "SHOWN"),
-        **_at("tooling._report", "report_html", instead="the audit's `--html` option"),
+        **_at("tooling._report", "report_html", instead="use the audit's `--html` option instead"),
     },
     "tooling.transcript": {
         **_at("replay", "Replayed", "replay"),
         "Row": Now("tooling.transcript:_Row"),
         "transcript_rows": Now("tooling.transcript:_transcript_rows"),
     },
-    "tooling.viz": {"plot_steps": Now("tooling.viz:_plot_steps", "`plot_timeline`")},
+    "tooling.viz": {
+        "plot_steps": Now(
+            "tooling.viz:_plot_steps",
+            "use `repeat_reminder_langchain.tooling.viz.plot_timeline` instead",
+        )
+    },
 }
 
 
@@ -170,8 +195,7 @@ def moved(module: str, *, stacklevel: int = 2) -> Callable[[str], Any]:
             # with "cannot import name", losing the way out.
             raise ImportError(
                 f"`{old}` was removed in {DISTRIBUTION} {SINCE}: "
-                + (f"use {now.instead} instead." if now.instead else "it has no replacement.")
-                + " See the migration guide (docs/migration.md).",
+                + f"{now.instead or 'it has no replacement'}. See the migration guide: {GUIDE}",
                 name=module,
             )
         where, _, attribute = now.where.partition(":")
@@ -179,7 +203,7 @@ def moved(module: str, *, stacklevel: int = 2) -> Callable[[str], Any]:
         if now.public:
             instead = f"Use `from {home} import {attribute}` instead."
         elif now.instead:
-            instead = f"It is internal; use {now.instead} instead."
+            instead = f"It is internal; {now.instead}."
         else:
             instead = "It is internal, with no public replacement."
         warnings.warn(

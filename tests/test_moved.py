@@ -11,9 +11,12 @@ import warnings
 from pathlib import Path
 
 import pytest
+from langchain_core._api import LangChainDeprecationWarning
 
 import repeat_reminder_langchain as package
-from repeat_reminder_langchain._moved import MOVED
+from repeat_reminder_langchain._moved import GUIDE, MOVED, REPOSITORY
+
+ROOT = Path(__file__).parent.parent
 
 # 0.2.0's public names: the `__all__` of each of its modules with no underscore in its path
 # (`git show 0.2.0's commit 023ecdf`), relative to the package ("" is the package itself).
@@ -82,7 +85,7 @@ def test_every_name_of_0_2_0_imports_or_says_what_replaced_it(module: str, name:
         assert f"`{_path(module)}.{name}` was removed in repeat-reminder-langchain 0.4.0" in str(
             raised.value
         )
-        assert str(raised.value).endswith("See the migration guide (docs/migration.md).")
+        assert str(raised.value).endswith(f". See the migration guide: {GUIDE}")
         return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -139,6 +142,73 @@ def test_a_0_2_0_import_warns_by_default() -> None:
     ]
 
 
+def _removed(module: str, name: str) -> str:
+    """What importing a removed name of 0.2.0 raises."""
+    with pytest.raises(ImportError) as raised:
+        exec(f"from {_path(module)} import {name}", {})
+    return str(raised.value)
+
+
+def test_a_removed_name_says_in_a_sentence_what_replaced_it_and_where_the_guide_is() -> None:
+    # The guide's address is one a wheel's user can open (a wheel has no docs/): this file on
+    # the repository's default branch.
+    assert GUIDE.startswith(f"{REPOSITORY}/blob/main/")
+    assert (ROOT / GUIDE.removeprefix(f"{REPOSITORY}/blob/main/")).is_file()
+    said = _removed("messages", "reminder_messages")
+    assert said == (
+        "`repeat_reminder_langchain.messages.reminder_messages` was removed in "
+        "repeat-reminder-langchain 0.4.0: the guard now writes all the reminders of a turn as "
+        f"one message. See the migration guide: {GUIDE}"
+    )
+    assert _removed("steps", "act") == (
+        "`repeat_reminder_langchain.steps.act` was removed in repeat-reminder-langchain 0.4.0: "
+        f"it has no replacement. See the migration guide: {GUIDE}"
+    )
+    # The guide shows that error as it is.
+    guide = (ROOT / "docs" / "migration.md").read_text(encoding="utf-8")
+    shown = guide.split("ImportError: ", 1)[1].split("```", 1)[0]
+    assert " ".join(shown.split()) == said
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "said"),
+    [
+        ("", "is_reminder", "It is internal; use `repeat_reminder_langchain.from_guard` instead."),
+        (
+            "events",
+            "REMINDER_EVENT",
+            'It is internal; use the event name `"repeat_tool_reminder"` instead.',
+        ),
+        (
+            "events",
+            "Delivery",
+            "It is internal; read the event's dict instead, as the observing guide describes it.",
+        ),
+        (
+            "tooling.viz",
+            "plot_steps",
+            "It is internal; use `repeat_reminder_langchain.tooling.viz.plot_timeline` instead.",
+        ),
+    ],
+)
+def test_an_internal_name_says_in_a_sentence_what_to_use_instead(
+    module: str, name: str, said: str
+) -> None:
+    with pytest.warns(LangChainDeprecationWarning, match="was deprecated") as caught:
+        getattr(importlib.import_module(_path(module)), name)
+    assert str(caught[0].message).endswith(f"will be removed in 0.6.0. {said}")
+
+
+def test_every_replacement_is_a_clause_the_messages_complete() -> None:
+    # Each `instead` completes "It is internal; ..." and "... was removed: ...": a lower-case
+    # clause that says what to do or what does the job now, never a bare noun phrase.
+    for names in MOVED.values():
+        for now in names.values():
+            if now.instead is not None:
+                assert now.instead[0].islower() and not now.instead.endswith("."), now.instead
+                assert now.instead.startswith(("use ", "read ", "the guard now ")), now.instead
+
+
 def test_a_name_0_2_0_did_not_have_is_still_no_attribute() -> None:
     from repeat_reminder_langchain import config
 
@@ -149,7 +219,7 @@ def test_a_name_0_2_0_did_not_have_is_still_no_attribute() -> None:
 
 
 def test_the_migration_guide_names_every_moved_name_and_its_replacement() -> None:
-    guide = (Path(__file__).parent.parent / "docs" / "migration.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "migration.md").read_text(encoding="utf-8")
     rows = {row.split("|")[1].strip(): row for row in guide.splitlines() if row.startswith("| `")}
     missing = []
     for module, names in MOVED.items():

@@ -278,6 +278,15 @@ def test_the_stored_notebook_has_its_outputs(name: str) -> None:
     assert "text/html" in shown  # the transcript tables
     if name == "01_quickstart.ipynb":
         assert "image/png" in shown  # the timeline
+    # A figure a cell both returns and leaves to the inline backend is shown twice.
+    for cell in code:
+        pictures = [
+            data
+            for out in cell.outputs
+            for kind, data in out.get("data", {}).items()
+            if kind.startswith("image/")
+        ]
+        assert len(pictures) == len(set(pictures)), f"{name}: a cell shows one figure twice"
 
 
 @pytest.mark.timeout(300)
