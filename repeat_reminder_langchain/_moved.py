@@ -13,17 +13,27 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from langchain_core._api import LangChainDeprecationWarning
 
 PACKAGE, DISTRIBUTION = "repeat_reminder_langchain", "repeat-reminder-langchain"
 SINCE, REMOVAL = "0.4.0", "0.6.0"
-# The guide where a wheel's user can open it, on the repository's default branch: a wheel has
-# no docs/. No other file names the repository (pyproject.toml has no [project.urls], mkdocs.yml
-# no repo_url), so this is the one place to change when it moves.
-REPOSITORY = "https://github.com/repeat-reminder-langchain/repeat-reminder-langchain"
-GUIDE = f"{REPOSITORY}/blob/main/docs/migration.md"
+
+
+def guide() -> Path:
+    """The migration guide on this machine, where its user can open it.
+
+    A wheel carries it in the package (pyproject.toml's `force-include`); a checkout, and an
+    editable install of one, in docs/. The project has no public address to give instead.
+    """
+    here = Path(__file__).resolve().parent
+    return (
+        here / "migration.md"
+        if (here / "migration.md").is_file()
+        else here.parent / "docs/migration.md"
+    )
 
 
 class Now(NamedTuple):
@@ -195,7 +205,7 @@ def moved(module: str, *, stacklevel: int = 2) -> Callable[[str], Any]:
             # with "cannot import name", losing the way out.
             raise ImportError(
                 f"`{old}` was removed in {DISTRIBUTION} {SINCE}: "
-                + f"{now.instead or 'it has no replacement'}. See the migration guide: {GUIDE}",
+                + f"{now.instead or 'it has no replacement'}. See the migration guide: {guide()}",
                 name=module,
             )
         where, _, attribute = now.where.partition(":")

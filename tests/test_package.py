@@ -247,6 +247,9 @@ def test_the_wheel_is_the_package_and_the_version_the_changelog_releases(
         info = next(name for name in names if name.endswith(".dist-info/METADATA"))
         meta = wheel.read(info).decode()
         entry_points = wheel.read(info.replace("METADATA", "entry_points.txt")).decode()
+        # The migration guide an old import's ImportError names: a wheel has no docs/.
+        guide = wheel.read("repeat_reminder_langchain/migration.md")
+    assert guide == (ROOT / "docs" / "migration.md").read_bytes()
     # Every module of the package and its type marker, nothing of the tests.
     modules = {
         path.relative_to(ROOT).as_posix()
