@@ -14,10 +14,14 @@ least a guard that compares arguments and keeps its count in the checkpoint does
 
 The handler with its node and the state-kept node are timed per turn, every callback a graph
 run fires and the node's call, against a no-op handler and a no-op node.
+
+Where a turn of the middleware goes (`_part_rows`): the turns are played again with the
+functions that do each part of a turn timed call by call (`PARTS`), each part's own time.
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 import uuid
@@ -42,7 +46,13 @@ from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
+    _counter,
+    _guard,
+    _middleware,
 )
+from repeat_reminder_langchain._arguments import ToolSchemas
+from repeat_reminder_langchain._counter import LoopCounter
+from repeat_reminder_langchain._guard import Guard, StateStore
 from repeat_reminder_langchain._messages import reminder_message
 from repeat_reminder_langchain._reminder import SOURCE
 
@@ -88,6 +98,8 @@ GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
         max_duplicate_calls=10**9, max_attempts=10**9, enable_logging=False
     ),
     "guard": RepeatToolReminderMiddleware,
+    # 0.4.0's defaults (the repeat rule alone, advice only): what the defaults add to it.
+    "guard, seed": lambda: RepeatToolReminderMiddleware(profile="seed"),
     "guard, progress=result": lambda: RepeatToolReminderMiddleware(progress="result"),
     "guard, every detector": lambda: RepeatToolReminderMiddleware(**EVERY_DETECTOR),
 }
@@ -497,6 +509,100 @@ def _node_rows(rounds: int, unit: dict[int, float]) -> list[Row]:
     return rows
 
 
+# -- where a turn of the middleware goes ------------------------------------------------------
+
+# Each part of a turn, by the functions that do it. A part's own time leaves out the parts it
+# calls (`Guard.step` leaves out reading the turn, counting it, ...), but a part marked whole
+# keeps what it calls: the digest of a result is the result's, not the key's.
+PARTS: tuple[tuple[str, object, str, bool], ...] = (
+    ("the hooks themselves", RepeatToolReminderMiddleware, "before_model", False),
+    ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_model_call", False),
+    ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_tool_call", False),
+    ("the step", Guard, "step", False),
+    ("reading the record", StateStore, "read", True),
+    ("reading the turn", _guard, "read_turn", True),
+    ("the schema", ToolSchemas, "read", True),
+    ("counting", LoopCounter, "count", False),
+    ("the key", _counter, "canonicalize", True),
+    ("the key", _counter, "digest", True),
+    ("the result", _counter, "_read", True),
+    ("the detectors", LoopCounter, "_detect", True),
+    ("the detectors", LoopCounter, "_reminder", True),
+    ("the detectors", LoopCounter, "_escalation", True),
+    ("the detectors' memories", LoopCounter, "_start", True),
+    ("the detectors' memories", _counter, "_keep", True),
+    ("the state update", StateStore, "write", True),
+    ("the state update", RepeatToolReminderMiddleware, "_update", True),
+    ("the report", _middleware, "report", True),
+)
+BROKEN_DOWN = ("guard", "guard, seed")
+
+
+def _parts(make: Callable[[], AgentMiddleware[Any, Any, Any]], size: int) -> dict[str, float]:
+    """Seconds of each part of `TURNS` turns, played with its functions timed call by call."""
+    spent = dict.fromkeys((part for part, _, _, _ in PARTS), 0.0)
+    open_parts: list[list[Any]] = []  # [part, start, seconds of the parts it called, whole]
+    clock = time.perf_counter
+
+    def timed(part: str, function: Callable[..., Any], whole: bool) -> Callable[..., Any]:
+        def call(*arguments: Any, **keywords: Any) -> Any:
+            if open_parts and open_parts[-1][3]:
+                return function(*arguments, **keywords)  # within a part kept whole
+            frame: list[Any] = [part, clock(), 0.0, whole]
+            open_parts.append(frame)
+            try:
+                return function(*arguments, **keywords)
+            finally:
+                took = clock() - frame[1]
+                open_parts.pop()
+                spent[part] += took - frame[2]
+                if open_parts:
+                    open_parts[-1][2] += took
+
+        return call
+
+    kept = [(owner, name, vars(owner)[name]) for _, owner, name, _ in PARTS]
+    try:
+        for (part, owner, name, whole), (_, _, function) in zip(PARTS, kept, strict=True):
+            plain = function.__func__ if isinstance(function, staticmethod) else function
+            wrapped = timed(part, plain, whole)
+            setattr(owner, name, staticmethod(wrapped) if plain is not function else wrapped)
+        _record(make(), size, stored=False)
+    finally:
+        for owner, name, function in kept:
+            setattr(owner, name, function)
+    return spent
+
+
+def _part_rows(rounds: int) -> list[Row]:
+    """Each part of a turn of the middleware, in µs: its own time, timed call by call.
+
+    Timing a call adds to it (some 0.2 µs each, most of it to the part that makes the call):
+    the parts add up to more than the turn measured without it (the totals above).
+    """
+    rows: list[Row] = []
+    names = list(dict.fromkeys(part for part, _, _, _ in PARTS))
+    for name in BROKEN_DOWN:
+        for size in (SHORT, LONG):
+            plays = []
+            for _ in range(rounds):
+                gc.collect()  # as `interleaved` does: no play pays for the garbage of another
+                plays.append(_parts(GUARDS[name], size))
+            for part in names:
+                # The least of the plays: a part of a few µs is small beside a busy machine's
+                # noise, which only ever adds.
+                value = min(play[part] for play in plays) / TURNS * 1e6
+                rows.append(
+                    Row(
+                        f"hooks.{_key(name)}.part.{_key(part)}.{size}",
+                        f"{name}, a turn of {size:,} msgs (least of {rounds}): {part}",
+                        value,
+                        "us",
+                    )
+                )
+    return rows
+
+
 def run(rounds: int) -> list[Row]:
     """The per-hook table, the totals and the flatness ratios; the nodes' per-turn costs."""
     rows = _guard_rows(rounds)
@@ -505,4 +611,4 @@ def run(rounds: int) -> list[Row]:
         size: next(r.value for r in rows if r.key == f"hooks.{reference}.total.{size}")
         for size in (SHORT, LONG)
     }
-    return [*rows, *_node_rows(rounds, unit)]
+    return [*rows, *_part_rows(rounds), *_node_rows(rounds, unit)]
