@@ -269,7 +269,7 @@ def _read(result: object, normalise: Normalise | None) -> tuple[str, str, str]:
 _UNREAD = ("", "", "")  # a result not read: unknown, or read by nothing in use
 
 Observer = Callable[[CallTrace], object]
-_InUse = tuple[tuple[Detector, "Levels | None", Any], ...]  # each detector in use, with its memory
+_InUse = list[tuple[Detector, "Levels | None", Any]]  # each detector in use, with its memory
 _Found = list[tuple[Detector, "Levels | None", Any, int]]  # and what it counted for a call
 
 
@@ -306,12 +306,12 @@ class LoopCounter:
         self.config = config
         # The detectors in use, in precedence order, each with its level table (None: the
         # tool's own rules) and no memory yet (`_start` gives each its memory of an agent).
-        self._in_use: _InUse = tuple(
+        self._in_use: _InUse = [
             (detector(settings), _levels(settings), None)
             for name, detector in DETECTORS.items()
             if name in config.detect
             for settings in (config.detector_settings(name),)
-        )
+        ]
         detectors = [detector for detector, _, _ in self._in_use]
         # Under the defaults (`repeat` alone) no detector reads a result or keeps memory.
         self._stateful = any(detector.memory is not None for detector in detectors)
@@ -511,15 +511,23 @@ class LoopCounter:
     def _start(self, record: Record) -> _InUse:
         """The detectors in use, with what they remember of the agent, for one turn.
 
-        The same every turn when none remembers anything (the defaults).
+        The same every turn when none remembers anything (`repeat` alone; never changed then).
+        A detector that reads failures and remembers nothing of the agent gets its memory at
+        the first failure (`_detect`): most turns succeed, and a success tells it nothing.
         """
         if not self._stateful:
             return self._in_use
         memories = record.get("detectors", {})
-        return tuple(
-            (detector, levels, detector.start(memories.get(detector.name, {})))
+        return [
+            (
+                detector,
+                levels,
+                None
+                if detector.reads == "failures" and detector.name not in memories
+                else detector.start(memories.get(detector.name, {})),
+            )
             for detector, levels, _ in self._in_use
-        )
+        ]
 
     def _progress(
         self, rules: Rules, call: Call, same: bool, result: str
@@ -575,9 +583,15 @@ class LoopCounter:
             Seen, (call.tool, key, run, result, failed, text, outcome, arguments, compared)
         )
         found = []
-        for detector, levels, memory in in_use:
+        for index, (detector, levels, kept) in enumerate(in_use):
             if result is None and detector.reads != "calls":
                 continue  # a call whose result is unknown tells it nothing
+            memory = kept
+            if kept is None and detector.memory is not None:  # it remembers nothing (`_start`)
+                if not failed:
+                    continue
+                memory = detector.start({})
+                in_use[index] = (detector, levels, memory)
             number = detector.see(memory, seen)
             if number is not None:
                 found.append((detector, levels, memory, number))
@@ -677,7 +691,7 @@ def _keep(in_use: _InUse, record: Record) -> None:
     """Each detector's memory, written back into the record (a memory of nothing is left out)."""
     memories = dict(record.get("detectors", {}))
     for detector, _, memory in in_use:
-        kept = detector.keep(memory)
+        kept = None if memory is None else detector.keep(memory)
         if kept:
             memories[detector.name] = kept
         else:

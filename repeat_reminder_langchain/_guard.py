@@ -492,7 +492,7 @@ class StateStore:
             data = data.get(self.name) if isinstance(data, (dict, Mapping)) else None
         if not data:
             return {}
-        if type(data) is dict and data == self._written:
+        if type(data) is dict and (data is self._written or data == self._written):
             return data  # type: ignore[return-value]
         try:
             return read_record(data)

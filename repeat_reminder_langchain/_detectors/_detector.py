@@ -120,7 +120,8 @@ class Detector(ABC):
     """What it reads of a call: the call alone (`"calls"`: it counts a call before the call
     runs, so that `block` can refuse it), its result (a call whose result is unknown tells it
     nothing), or failures only (on logs where none can be recognised it counts nothing, and
-    the audit says so)."""
+    the audit says so; a success can only make it forget, so it is not shown one while it
+    remembers nothing of the agent)."""
     legacy: ClassVar[tuple[str, ...]] = ()
     """The fields that held its memory in a record of a development build before 0.4.0."""
 
