@@ -531,7 +531,10 @@ class ReminderConfig(BaseModel):
                 message = str(problem["msg"]).removeprefix("Value error, ")
                 if problem["type"] != "value_error":  # pydantic's own words: say what was given
                     message += f", got {problem['input']!r}"
-                raise ValueError(f"{name}.{problem['loc'][0]}: {message}") from None
+                # A setting's problem names it; a problem of the settings together (a
+                # model-level validator of the detector's) names none.
+                where = ".".join(map(str, (name, *problem["loc"][:1])))
+                raise ValueError(f"{where}: {message}") from None
             # What was given, as the model read it (thresholds sorted, a list as a tuple).
             checked[name] = {setting: getattr(settings, setting) for setting in given}
         return checked

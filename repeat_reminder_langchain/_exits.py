@@ -33,7 +33,8 @@ class Exit(NamedTuple):
             (only the middleware sees a call before it runs).
         raises: The run stops with `RepeatToolLoopError`.
         pauses: The run pauses for a human (`interrupt()`).
-        refusal: The error result of a call not run, where it refuses one.
+        refusal: The error result of a call not run, where it refuses one (a format string
+            of `tool`, `count` and `what`, the detector's words for the loop).
     """
 
     name: ExitBehavior
@@ -99,9 +100,10 @@ EXITS: dict[str, Exit] = {
             ends=True,
             refuses=True,
             refusal=(
-                "Not run: `{tool}` was called {count} times in a row with exactly these "
-                "arguments, and the result would not change. Choose a different action or "
-                "different arguments, or finish with what you have."
+                # In the words of the detector that reached the limit, as the final message.
+                "Not run: `{tool}` is looping ({what} {count} times), and one more call will "
+                "not change that. Choose a different action or different arguments, or "
+                "finish with what you have."
             ),
         ),
     )

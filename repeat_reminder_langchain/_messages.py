@@ -206,7 +206,7 @@ def blocked_result(escalation: Escalation, call_id: str) -> ToolMessage:
     One it refused (`"block"`), or one made after the model was asked for its answer
     (`"finish"`).
     """
-    text = escalation.exit.refusal.format(tool=escalation.tool, count=escalation.count)
+    text = escalation.refusal()
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     return ToolMessage(
         text,

@@ -285,6 +285,11 @@ class Escalation:
             )
         )
 
+    def refusal(self) -> str:
+        """The error result of a call the guard did not run, in this loop's name."""
+        what = DETECTORS[self.detector].words.stopped
+        return self.exit.refusal.format(tool=self.tool, count=self.count, what=what)
+
     @property
     def exit(self) -> Exit:
         """How the guard stops this loop."""

@@ -94,9 +94,9 @@ def test_the_guards_final_message_and_refusals_are_tagged() -> None:
 def test_a_refused_call_says_it_was_not_run_and_what_to_do_instead() -> None:
     refused = blocked_result(Escalation("probe", 6, "repeat", '{"q":"same"}', "block"), "call_6")
     assert refused.content == (
-        "Not run: `probe` was called 6 times in a row with exactly these arguments, and the "
-        "result would not change. Choose a different action or different arguments, or finish "
-        "with what you have."
+        "Not run: `probe` is looping (the same call with the same arguments 6 times), and one "
+        "more call will not change that. Choose a different action or different arguments, or "
+        "finish with what you have."
     )
 
 

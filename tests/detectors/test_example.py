@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from pydantic import model_validator
 
 import repeat_reminder_langchain
 from repeat_reminder_langchain import ConfigError, ReminderConfig, RepeatToolReminderMiddleware
@@ -138,6 +140,49 @@ def test_a_registered_detectors_settings_are_checked_at_construction(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(problem)):
         RepeatToolReminderMiddleware(detect=["same_tool"], **fields)
+
+
+class TogetherSettings(SameToolSettings):
+    @model_validator(mode="after")
+    def _together(self) -> TogetherSettings:
+        if not self.count_failures and self.thresholds == (4,):
+            raise ValueError("count_failures=False needs thresholds of its own")
+        return self
+
+
+class SameToolTogether(SameTool):
+    settings = TogetherSettings
+
+
+def test_a_problem_of_a_detectors_settings_together_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A model-level validator's problem names no setting: said of the detector's settings.
+    monkeypatch.setitem(DETECTORS, SameTool.name, SameToolTogether)
+    problem = "detectors: same_tool: count_failures=False needs thresholds of its own"
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        ReminderConfig(detect=["same_tool"], detectors={"same_tool": {"count_failures": False}})
+
+
+class SameToolCalls(SameTool):
+    reads = "calls"  # it counts a call before the call runs: `block` can refuse it
+
+
+def test_block_refuses_a_call_in_the_words_of_the_detector_that_reached_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(DETECTORS, SameTool.name, SameToolCalls)
+    guard = RepeatToolReminderMiddleware(
+        detect=["same_tool"], escalate_after=5, exit_behavior="block"
+    )
+    messages = run(guard, "abcdef")
+
+    refused = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
+    assert [m.text for m in refused][:1] == [
+        "Not run: `probe` is looping (the same tool 5 times), and one more call will not "
+        "change that. Choose a different action or different arguments, or finish with what "
+        "you have."
+    ]
 
 
 def test_an_unregistered_detector_is_a_config_error() -> None:
