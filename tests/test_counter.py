@@ -61,6 +61,14 @@ def test_every_call_of_a_turn_counts_whatever_its_id() -> None:
     assert [r.count for r in counted.reminders] == [3]  # the count the model reads it at
 
 
+def test_a_loop_past_several_thresholds_in_one_turn_is_reminded_once_at_its_count() -> None:
+    # Thresholds 2 and 4 reached by five identical calls of one turn: the model reads one
+    # reminder after the fifth, the firmest reached, at 5.
+    counted = count({}, "t", [c(f"c{n}") for n in range(5)])
+    assert [(r.level, r.count) for r in counted.reminders] == [("detailed", 5)]
+    assert counted.record is not None and counted.record["reminded"]
+
+
 def test_tally_counts_the_tracked_calls_and_the_longest_run() -> None:
     config = ReminderConfig(exclude=["todo"])
     counted = count({}, "t", [c(), c(tool="todo"), c(tool="grep")], config)
