@@ -737,7 +737,9 @@ def test_block_refuses_the_repeated_call_and_lets_the_others_run() -> None:
     assert ran == ["same"] * 5 + ["other", "same"]  # the sixth identical call did not run
     blocked = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(blocked) == 1
-    assert "Not run: `probe` was called 6 times in a row" in str(blocked[0].content)
+    assert "Not run: `probe` is looping (the same call with the same arguments 6 times)" in str(
+        blocked[0].content
+    )
     refused = [from_guard(m) for m in messages if isinstance(m, ToolMessage)]
     assert refused == [False] * 5 + [True, False, False]  # the sixth, the other, the seventh
     assert messages[-1].content == "done"  # the model decided; the run was not ended
@@ -774,7 +776,9 @@ def test_block_ends_a_model_that_sends_a_refused_call_again(
     refused = [m for m in messages if isinstance(m, ToolMessage) and m.status == "error"]
     assert len(refused) == 2
     # Each refusal says why (the second was empty): the call refused again ends the run.
-    assert refused[0].content.startswith("Not run: `probe` was called 10 times in a row")
+    assert refused[0].content.startswith(
+        "Not run: `probe` is looping (the same call with the same arguments 10 times)"
+    )
     assert refused[1].content == (
         "Not run: `probe` was refused, and called again with the same arguments (11 times in "
         "a row): the run ends here, with what was found."
