@@ -8,9 +8,9 @@ turns are played through a fresh guard, so that each hook meets the state its pr
 left and each turn reads what the turn before wrote, as in a real run; the bare agent's side
 (nothing for `before_model`/`after_model`, the handler itself for the wrappers) is timed the
 same way over the same inputs. Both sizes of a guard are measured in the same rounds, so that
-their ratio is taken round by round. The targets are multiples of what LangChain's own
-`ToolCallLimitMiddleware` adds in the same run. Beside them runs the floor (`floor.py`): the
-least a guard that compares arguments and keeps its count in the checkpoint does per turn.
+their ratio is taken round by round. The targets are multiples of what the floor
+(`floor.py`) adds in the same run: the least a guard that compares arguments and keeps its
+count in the checkpoint does per turn.
 
 The handler with its node and the state-kept node are timed per turn, every callback a graph
 run fires and the node's call, against a no-op handler and a no-op node.
@@ -75,7 +75,7 @@ EVERY_DETECTOR: dict[str, Any] = {
 # same run: the least a guard that compares arguments and keeps its count in the checkpoint
 # does, so that the targets mean the same on any machine.
 REFERENCE = "floor"
-TARGETS = {"guard": 1.5, "guard, progress=result": 1.7, "guard, every detector": 3.0}
+TARGETS = {"guard": 1.5, "guard, every detector": 3.0}
 FLAT = 1.05
 # A request to a model that takes no system message, in a thread with reminders stored as
 # system messages, is searched for them (the record notes no positions: it would grow with the
@@ -100,7 +100,6 @@ GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "guard": RepeatToolReminderMiddleware,
     # 0.4.0's defaults (the repeat rule alone, advice only): what the defaults add to it.
     "guard, seed": lambda: RepeatToolReminderMiddleware(profile="seed"),
-    "guard, progress=result": lambda: RepeatToolReminderMiddleware(progress="result"),
     "guard, every detector": lambda: RepeatToolReminderMiddleware(**EVERY_DETECTOR),
 }
 
@@ -299,8 +298,8 @@ def _guard_rows(rounds: int) -> list[Row]:
             label = hook + (" (stored reminders)" if stored else "")
             added[(name, int(size), label)] = _added(samples, case, f"bare|{case}")
             rows.append(_us_row(name, hook, int(size), added[(name, int(size), label)], stored))
-    # All hooks of a turn, round by round; the targets are multiples of LangChain's own
-    # ToolCallLimitMiddleware measured beside them, so that they hold on any machine.
+    # All hooks of a turn, round by round; the targets are multiples of the floor measured
+    # beside them, so that they hold on any machine.
     totals: dict[tuple[str, int], float] = {}
     for name in GUARDS:
         for size in (SHORT, LONG):

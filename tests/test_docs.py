@@ -235,8 +235,8 @@ NOT_RUN = {
     "make bench": "the benchmarks take tens of minutes on two cores",
     "make bench ARGS=--quick": "a smoke run of the benchmarks, still minutes on two cores",
     "python -m benchmarks --only hooks": "one section of the benchmarks, minutes on two cores",
-    "python -m benchmarks --only hooks --only metrics --only checkpointer": (
-        "three sections of the benchmarks: tens of minutes on two cores, with PostgreSQL"
+    "python -m benchmarks --only metrics --only checkpointer": (
+        "two sections of the benchmarks: minutes on two cores, with PostgreSQL"
     ),
     "make evaluate": "reads the development corpus, which lives outside the checkout",
     "make evaluate 'CORPUS=a.json b.jsonl'": "a form: a.json and b.jsonl stand for your files",
