@@ -702,6 +702,21 @@ def _keep(in_use: _InUse, record: Record) -> None:
         record.pop("detectors", None)
 
 
+def _went_on(
+    found: _Found, call: Call, tool: str, detector: str, count: int
+) -> tuple[Detector, Any, int] | None:
+    """What `call` counted for a loop of its turn it goes on with, if it does.
+
+    A loop of `tool` that `detector` counted to `count` goes on when the call counts it one
+    further (a batch of identical calls runs whole): the detector, its memory and the count.
+    """
+    if call.tool == tool:
+        for counted, _, memory, number in found:
+            if counted.name == detector and number == count + 1:
+                return counted, memory, number
+    return None
+
+
 def _reached_by(
     reminders: Sequence[Reminder],
     reminder: Reminder | None,
@@ -717,36 +732,22 @@ def _reached_by(
     """
     kept = []
     for earlier in reminders:
-        for detector, _, memory, number in found:
-            if (
-                detector.name == earlier.detector
-                and call.tool == earlier.tool
-                and number == earlier.count + 1
-            ):
-                if reminder is None or reminder.detector != earlier.detector:
-                    details = (
-                        detector.details(memory, cut)
-                        if detector.memory is not None
-                        else earlier.details
-                    )
-                    kept.append(replace(earlier, count=number, details=details))
-                break
-        else:
+        went = _went_on(found, call, earlier.tool, earlier.detector, earlier.count)
+        if went is None:
             kept.append(earlier)
+        elif reminder is None or reminder.detector != earlier.detector:
+            detector, memory, number = went
+            # What a detector with a memory says of the loop has moved on with it too.
+            details = earlier.details if detector.memory is None else detector.details(memory, cut)
+            kept.append(replace(earlier, count=number, details=details))
     if reminder is not None:
         kept.append(reminder)
     return kept
 
 
 def _reached(escalation: Escalation | None, call: Call, found: _Found) -> Escalation | None:
-    """The escalation of a turn, with the count its loop reached by this call.
-
-    Calls of the same turn after the one that reached the limit go on with its loop (a batch
-    of identical calls runs whole): what stops it says the count they reached.
-    """
-    if escalation is None or call.tool != escalation.tool:
-        return escalation
-    for detector, _, _, number in found:
-        if detector.name == escalation.detector and number == escalation.count + 1:
-            return replace(escalation, count=number)
-    return escalation
+    """The escalation of a turn, with the count its loop reached by this call."""
+    if escalation is None:
+        return None
+    went = _went_on(found, call, escalation.tool, escalation.detector, escalation.count)
+    return escalation if went is None else replace(escalation, count=went[2])
