@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
 from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
 from ._detectors import DETECTORS, Detector, Seen
-from ._exits import END, EXITS
+from ._exits import EXITS
 from ._normalise import Normalise
 from ._policy import Levels, Rules, ToolPolicy
 from ._reminder import Escalation, Reminder, preview
@@ -290,6 +290,7 @@ class LoopCounter:
 
     __slots__ = (
         "_cut",
+        "_exit",
         "_failure",
         "_in_use",
         "_limit",
@@ -298,7 +299,6 @@ class LoopCounter:
         "_reporting",
         "_rules",
         "_stateful",
-        "blocking",
         "config",
     )
 
@@ -321,7 +321,7 @@ class LoopCounter:
         pattern = config.error_pattern
         self._failure = re.compile(pattern) if pattern is not None else None
         self._limit = config.escalate_after
-        self.blocking = self._limit is not None and EXITS[config.exit_behavior].refuses
+        self._exit = EXITS[config.exit_behavior]  # what a count at the limit calls for
         # Text cut to the preview cap (arguments, an error): bound once, called where needed.
         self._cut: Callable[[str], str] = partial(preview, limit=config.arguments_preview_chars)
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
@@ -474,12 +474,10 @@ class LoopCounter:
             if may_draw or observe is not None:
                 found, failed = self._detect(in_use, call, new_key, run, read, arguments)
                 if unanswered and may_draw:
-                    # A refused call sent again after the model read its refusal: the streak
-                    # the turn started with was at the limit, and every call since went on.
-                    again = (
-                        self.blocking and carried >= (self._limit or 0) and run == carried + tracked
-                    )
-                    stopped = self._escalation(found, call, arguments, new_key, position, again)
+                    # The streak the turn started with was at the limit, and every call since
+                    # went on with it: the model read what the limit drew, and insisted.
+                    insisted = carried >= (self._limit or 0) and run == carried + tracked
+                    stopped = self._escalation(found, call, arguments, new_key, position, insisted)
                     escalation = _reached(escalation, call, found) or stopped
                     if stopped is None:
                         reminder = self._reminder(
@@ -627,13 +625,12 @@ class LoopCounter:
         return reported
 
     def _escalation(  # noqa: PLR0917 - called for each call that may be due something
-        self, found: _Found, call: Call, arguments: str, key: str, position: int, again: bool
+        self, found: _Found, call: Call, arguments: str, key: str, position: int, insisted: bool
     ) -> Escalation | None:
         """The escalation a count at or past `escalate_after` calls for, if any.
 
-        `again`: `block` refused the call in an earlier turn, and the model, having read
-        that, sent it again: the run ends then, as `end` ends it, rather than refuse the call
-        until LangGraph's recursion limit.
+        Whether a count calls for one, and which, is the exit's to say (`Exit.due`).
+        `insisted`: the model went on with a loop that was at the limit when its turn began.
         """
         limit = self._limit
         if limit is None:
@@ -641,25 +638,20 @@ class LoopCounter:
         for detector, _, _, number in found:
             if detector.name in self._reporting:
                 continue  # it reports; it never acts
-            # A run that is stopped stops at the limit; a blocked call is refused at the limit
-            # and after. It is refused before it runs, when only a count that needs no result
-            # is known: the detectors that read results keep reminding.
-            if self.blocking:
-                if detector.reads != "calls" or number < limit:
-                    continue
-            elif number != limit:
-                continue
-            behavior = END.name if again else self.config.exit_behavior
-            return Escalation(
-                call.tool,
-                number,
-                detector.name,
-                self._cut(arguments),
-                behavior,
-                key,
-                position,
-                limit,
+            due = self._exit.due(
+                number, limit, reads_calls=detector.reads == "calls", insisted=insisted
             )
+            if due is not None:
+                return Escalation(
+                    call.tool,
+                    number,
+                    detector.name,
+                    self._cut(arguments),
+                    due.name,
+                    key,
+                    position,
+                    limit,
+                )
         return None
 
     def _called_anyway(
@@ -678,7 +670,9 @@ class LoopCounter:
         rules = self.rules(call.tool, policies.get(call.tool) if policies else None)
         keyed = rules.keyed(call.args) if rules is not None and rules.ignore else call.args
         again = call.tool == asked.tool and digest(canonicalize(keyed)) == asked.digest
-        return replace(asked, count=streak if again else asked.count, behavior=END.name)
+        return replace(
+            asked, count=streak if again else asked.count, behavior=asked.exit.insisted.name
+        )
 
 
 def _levels(settings: object) -> Levels | None:

@@ -166,10 +166,9 @@ class RepeatToolReminderNode:
         # Whether a loop it stops is ended through its route ("end", and "finish" for a model
         # that calls a tool after it was asked for its answer), and whether the graph routes
         # on from it by `route`: LangGraph calls it after each run of a node wired so.
-        settings = self._guard.config
-        stops = settings.escalate_after is not None and settings.mode == "remind"
-        self._ends = stops and self._guard.exit.ends
-        self._finishes = stops and self._guard.exit.asks_answer
+        stops = self._guard.stops
+        self._ends = stops is not None and stops.ends
+        self._finishes = stops is not None and stops.asks_answer
         self._routed = False
         self._runs = 0
 

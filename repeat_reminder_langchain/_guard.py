@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 from uuid import UUID
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -31,7 +31,7 @@ from ._conversation import is_user_message, read_state, read_turn, user_test
 from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
-from ._exits import END, EXITS
+from ._exits import END, EXITS, Exit
 from ._messages import escalation_message, finish_message, handover, recap, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
@@ -157,7 +157,6 @@ class Guard:
         "asks",
         "config",
         "counter",
-        "exit",
         "keeps_run",
         "name",
         "named",
@@ -165,6 +164,7 @@ class Guard:
         "reaches_model",
         "records",
         "stats",
+        "stops",
         "tools",
         "words",
     )
@@ -189,9 +189,15 @@ class Guard:
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.keeps_run = keeps_run
         self.words = Words(config.words) if config.words else None  # most guards have none
-        self.exit = EXITS[config.exit_behavior]  # how it stops a loop: no face reads the name
+        # How it stops a loop (None: it never does): what a face must do around the model
+        # and tool calls is that exit's to say, never its name's.
+        self.stops: Exit | None = (
+            EXITS[config.exit_behavior]
+            if self.reaches_model and config.escalate_after is not None
+            else None
+        )
         # Whether a loop it stops asks a human, with no run seen yet that cannot resume.
-        self.asks = self.reaches_model and self.exit.pauses
+        self.asks = self.stops is not None and self.stops.pauses
 
     def step(
         self,
@@ -346,40 +352,19 @@ class Guard:
     ) -> Step:
         """The reminders to add, or the escalation to carry out, for a count with something due.
 
-        With `exit_behavior="error"` the step stops the run with `RepeatToolLoopError`; with
-        `"interrupt"`, the first time, with LangGraph's `GraphInterrupt` (the run pauses for a
-        human); when their answer resumes the run, the step carries out what they chose. With
-        `"finish"` it asks the model for its answer, and the record says so until the user
-        speaks again.
+        What an escalation leads to is its exit's choice (`Exit.carry_out`), among the
+        `_Acting` this step can do; observed, nothing is done, and all is reported.
         """
-        record: Record = found.record or {}
-        escalation = found.escalation
-        kind = self.config.message_type  # the one form a reminder is stored in, on every face
         told = self._told(found, "sent", run_config, invocation)
-        messages: list[BaseMessage] = []
-        end = answered = False
-        stop: BaseException | None = None
+        acting = _Acting(self, found, history, told, can_end)
+        escalation = found.escalation
         if self.config.mode == "observe":
-            pass
-        elif escalation is None or escalation.exit.refuses:
-            reminders = [r for r in found.reminders if r.reminds]  # the others report only
-            if reminders:
-                messages = [reminder_message(reminders, kind, self.words)]
-        elif escalation.exit.raises:
-            stop = RepeatToolLoopError(escalation, told.thread)
-        elif escalation.exit.pauses:
-            record, messages, end, stop = self._ask(record, escalation, history)
-            answered = stop is None  # its loop was reported when the human was asked
-        elif escalation.exit.asks_answer:
-            # The model's next call is its last, with no tool to call where the face owns the
-            # call (the middleware), and a model that calls all the same is ended.
-            seen = recap(history, escalation.tool)
-            messages = [finish_message(escalation, kind, self.words, seen)]
-            record = {**record, "finishing": dict(escalation.tag())}
-        elif can_end:
-            messages, end = [self._final(escalation, history)], True
-        else:  # nothing ends the run: it is not said to have been
-            told = told._replace(delivery="undelivered")
+            done = acting.nothing()
+        elif escalation is None:
+            done = acting.remind()
+        else:
+            done = escalation.exit.carry_out(acting)
+        record, messages, end, stop, reported = done
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             # Noted once, for a model that takes no system message: its requests are searched.
@@ -388,9 +373,9 @@ class Guard:
             update = self.records.write(where, record)
             if self.keeps_run and told.run not in (None, invocation):
                 update[RUN_FIELD] = told.run
-        return Step(found, update, messages, end, stop, None if answered else told, turn)
+        return Step(found, update, messages, end, stop, reported, turn)
 
-    def _final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
+    def final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
         """The final message of a run the guard ends: its words, and what the tools returned."""
         return escalation_message(
             escalation,
@@ -399,23 +384,97 @@ class Guard:
             recap(history, escalation.tool),
         )
 
-    def _ask(
-        self, record: Record, escalation: Escalation, history: Sequence[BaseMessage]
-    ) -> tuple[Record, list[BaseMessage], bool, BaseException | None]:
-        """Ask a human what to do about a loop; once they answered, carry out their choice."""
+
+class _Done(NamedTuple):
+    """What carrying out a step did.
+
+    The record to keep, the messages to add, whether the run ends or stops, and what to report
+    (None: the loop was reported when a human was asked).
+    """
+
+    record: Record
+    messages: list[BaseMessage]
+    end: bool
+    stop: BaseException | None
+    told: Report | None
+
+
+class _Acting:
+    """What a guard can do about one step's count (`Actions`).
+
+    For a loop at the limit, its exit chooses which (`Exit.carry_out`).
+    """
+
+    __slots__ = ("can_end", "escalation", "found", "guard", "history", "told")
+
+    def __init__(
+        self,
+        guard: Guard,
+        found: Count,
+        history: Sequence[BaseMessage],
+        told: Report,
+        can_end: bool,
+    ) -> None:
+        self.guard, self.found, self.history, self.told = guard, found, history, told
+        self.can_end = can_end
+        # What an exit carries out: only ever asked of a count with an escalation.
+        self.escalation = cast("Escalation", found.escalation)
+
+    def nothing(self) -> _Done:
+        """Observed: the record kept, nothing added."""
+        return _Done(self.found.record or {}, [], False, None, self.told)
+
+    def remind(self) -> _Done:
+        reminders = [r for r in self.found.reminders if r.reminds]  # the others report only
+        guard = self.guard
+        messages: list[BaseMessage] = []
+        if reminders:
+            messages.append(reminder_message(reminders, guard.config.message_type, guard.words))
+        return _Done(self.found.record or {}, messages, False, None, self.told)
+
+    def end(self) -> _Done:
+        record = self.found.record or {}
+        if not self.can_end:  # nothing ends the run: it is not said to have been
+            return _Done(record, [], False, None, self.told._replace(delivery="undelivered"))
+        final = self.guard.final(self.escalation, self.history)
+        return _Done(record, [final], True, None, self.told)
+
+    def ask_answer(self) -> _Done:
+        # The model's next call is its last, with no tool to call where the face owns the
+        # call (the middleware), and a model that calls all the same is ended. The record
+        # says so until the user speaks again.
+        escalation, guard = self.escalation, self.guard
+        seen = recap(self.history, escalation.tool)
+        message = finish_message(escalation, guard.config.message_type, guard.words, seen)
+        record: Record = {**(self.found.record or {}), "finishing": dict(escalation.tag())}
+        return _Done(record, [message], False, None, self.told)
+
+    def stop(self) -> _Done:
+        error = RepeatToolLoopError(self.escalation, self.told.thread)
+        return _Done(self.found.record or {}, [], False, error, self.told)
+
+    def ask_human(self) -> _Done:
+        """Ask a human what to do about a loop; once they answered, carry out their choice.
+
+        The first time, the run pauses with LangGraph's `GraphInterrupt`; when their answer
+        resumes it, their choice is carried out, and the loop, reported when they were asked,
+        is not reported again.
+        """
+        escalation, guard = self.escalation, self.guard
+        record = self.found.record or {}
         try:
             answer = interrupt(interrupt_request(escalation))
         except GraphInterrupt as asked:
-            return record, [], False, asked
+            return _Done(record, [], False, asked, self.told)
         choice, text = read_answer(answer)
         logger.info("repeat tool loop on %s: resumed with %r", escalation.summary, choice)
         if choice == "continue":
-            return self.counter.reset(record), [], False, None
+            return _Done(guard.counter.reset(record), [], False, None, None)
         if choice == "message":
-            return self.counter.reset(record), [HumanMessage(text)], False, None
+            return _Done(guard.counter.reset(record), [HumanMessage(text)], False, None, None)
         # The human ended the run: it ended as `end` ends one, and says so (`stop_reason`).
         ended = replace(escalation, behavior=END.name)
-        return record, [self._final(ended, history)], True, None
+        return _Done(record, [guard.final(ended, self.history)], True, None, None)
 
 
 def instance_name(face: str, config: ReminderConfig) -> str:

@@ -22,6 +22,7 @@ from langchain_core.runnables.configurable import DynamicRunnable
 from ._canonical import canonicalize, result_text
 from ._config import ReminderConfig
 from ._conversation import is_user_message
+from ._exits import EXITS
 from ._reminder import (
     SOURCE,
     Escalation,
@@ -278,8 +279,10 @@ def shown_once(messages: list[BaseMessage]) -> list[BaseMessage]:
 
     The middleware's request alone: a node face's handler counts what the model is sent.
     """
-    tag = tag_of(messages[-1]) if messages else None
-    if tag is None or tag.get("behavior") != "finish":  # a run's end is `end`'s
+    tag = (tag_of(messages[-1]) if messages else None) or {}
+    behavior = tag.get("behavior")
+    asked = EXITS.get(behavior) if type(behavior) is str else None
+    if asked is None or not asked.asks_answer:  # a run's end is `end`'s
         return messages
     tool, start, shown = tag.get("tool"), len(messages) - 1, None
     while start > 0 and not is_user_message(messages[start - 1]):

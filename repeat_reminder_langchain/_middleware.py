@@ -232,8 +232,9 @@ class RepeatToolReminderMiddleware(
             named=name is not None,
         )
         self.stats = self._guard.stats
-        self._blocks = self._guard.reaches_model and self._guard.counter.blocking
-        self._finishes = self._guard.reaches_model and self._guard.exit.asks_answer
+        stops = self._guard.stops
+        self._blocks = stops is not None and stops.refuses
+        self._finishes = stops is not None and stops.asks_answer
         # What each agent's tools declare, by the tools of its requests (one agent's tools are
         # the same objects every request); and which of them made each model turn, by its id:
         # a turn counts with its own agent's tools, whatever other agents share the instance.
