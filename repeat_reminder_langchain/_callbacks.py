@@ -82,14 +82,14 @@ class AgentRecords:
             return None
         return _agent_key(run.root, run.path, run_config.get("metadata"))
 
-    def invocation(self, state: Any, run_config: RunnableConfig) -> int | None:
+    def invocation(self, where: AgentKey, run_config: RunnableConfig | None) -> int | None:
         """The root run of a node's run, which the handler saw start (the integer of its id)."""
         run = self._run(run_config)
         return None if run is None else run.root
 
-    def _run(self, run_config: RunnableConfig) -> _Run | None:
+    def _run(self, run_config: RunnableConfig | None) -> _Run | None:
         """Where a node's run sits in the run tree; None when the handler did not see it."""
-        run_id = getattr(run_config.get("callbacks"), "parent_run_id", None)
+        run_id = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)
         return self._runs.get(run_id.int) if isinstance(run_id, UUID) else None
 
     def read(self, key: AgentKey) -> Record:
@@ -303,7 +303,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         key = _agent_key(*parent.child_lineage(), metadata)
         if key is None:
             return
-        step = self.guard.step(key, messages[0], delivery="undelivered")
+        step = self.guard.watch(key, messages[0])
         if step is None:
             # Most model calls: the node counted the turn already. A model reading a reminder
             # is watched to its end: an answer then is a recovery, which no count would see

@@ -21,7 +21,7 @@ from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import asked_to_answer, read_messages, read_state
 from ._counter import Record
 from ._events import report
-from ._guard import RUN_FIELD, Guard, Records, StateStore, instance_name, thread_of
+from ._guard import Guard, Records, StateStore, instance_name, thread_of
 from ._messages import blocked_result, no_tool_choice
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, from_guard, warn
 from ._wiring import refuse_block
@@ -184,12 +184,9 @@ class RepeatToolReminderNode:
                 self._warn_outside()
                 return {}
             messages = read_messages(state, self.messages_key)
-            invocation = self._records.invocation(state, config)
             # Before its first route, a node cannot know how it is wired: it takes it is routed.
             can_end = self._routed or self._runs == 1
-            step = guard.step(
-                where, messages, run_config=config, invocation=invocation, can_end=can_end
-            )
+            step = guard.step(where, messages, run_config=config, can_end=can_end)
             if step is None:
                 return {}
             if step.turn.waiting:
@@ -333,9 +330,6 @@ class _Records(Records, Protocol):
     def find(self, state: Any, config: RunnableConfig) -> Any:
         """Where the node's record is; None when it cannot be kept."""
 
-    def invocation(self, state: Any, config: RunnableConfig) -> object:
-        """The id of the invocation, as these records know it (None: not known)."""
-
 
 class _InState:
     """The state-kept node's records: in the graph state, under `state_key`."""
@@ -354,9 +348,11 @@ class _InState:
         """Where the record is: this state, of this thread."""
         return state, thread_of(config)
 
-    def invocation(self, state: Any, config: RunnableConfig) -> object:
+    def invocation(
+        self, where: tuple[Any, str | None], run_config: RunnableConfig | None
+    ) -> object:
         """The id the state keeps for this invocation, once the node reported in it."""
-        return read_state(state, RUN_FIELD)
+        return self._store.invocation(where[0], run_config)
 
     def read(self, where: tuple[Any, str | None]) -> Record:
         """The record kept in the state."""

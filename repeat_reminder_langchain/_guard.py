@@ -1,7 +1,9 @@
 """One guard step for every face: read the turn, count it, decide what it leads to.
 
-Every face (the middleware, the node, the handler) holds a `Guard` and calls `Guard.step`
-once per model turn, with where its record lives and the conversation. The step reads the
+Every face (the middleware, the node, the handler) holds a `Guard` and asks it once per model
+turn, with where its record lives and the conversation: `Guard.step` where the face adds what
+the step makes to its graph, `Guard.watch` where it cannot (the handler, counting what no node
+counted), `Guard.answered` for a model that answered a reminder as its run ends. The step reads the
 record, reads the finished turn, counts it and returns a `Step`: the state update that keeps
 the new record, the messages to add, whether the run ends or stops, and what to report. It
 sends nothing and raises nothing: the face returns the update to its graph (adding the
@@ -72,6 +74,9 @@ class Records(Protocol):
     def write(self, where: Any, record: Record) -> dict[str, Any]:
         """Keep the record there; the state update that does it."""
 
+    def invocation(self, where: Any, run_config: RunnableConfig | None) -> object:
+        """The id of the invocation as these records know it, for log lines (None: not known)."""
+
 
 class Tools(NamedTuple):
     """What a guard knows of an agent's tools: their policies, how they read their arguments."""
@@ -100,14 +105,14 @@ NO_TOOLS = Tools.of(())
 class ToolsOf(dict[str, Tools]):
     """The tools of the agent that made each model turn, by the turn's id.
 
-    A face shared by agents keeps it; `default` answers for a turn it does not know.
+    A face shared by agents fills it; `default` answers for a turn it does not know.
     """
 
     __slots__ = ("default",)
 
-    def __init__(self) -> None:
+    def __init__(self, default: Tools = NO_TOOLS) -> None:
         super().__init__()
-        self.default = NO_TOOLS
+        self.default = default
 
     def __missing__(self, turn: str) -> Tools:
         return self.default
@@ -166,6 +171,7 @@ class Guard:
         "stats",
         "stops",
         "tools",
+        "turns",
         "words",
     )
 
@@ -185,6 +191,9 @@ class Guard:
         self.counter = LoopCounter(config)
         self.not_user = user_test(config.not_user)
         self.tools = Tools.of(())  # a face's own, learnt as it is shown its tools
+        # The tools of the agent that made each model turn, where a face shared by agents
+        # notes them (the middleware); a turn not noted counts with the face's own.
+        self.turns = ToolsOf(self.tools)
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
         self.keeps_run = keeps_run
@@ -205,30 +214,46 @@ class Guard:
         conversation: Sequence[BaseMessage] | Turn,
         *,
         run_config: RunnableConfig | None = None,
-        delivery: Delivery = "sent",
-        answer_only: bool = False,
-        invocation: object = None,
         can_end: bool = True,
-        tools_of: ToolsOf | None = None,
     ) -> Step | None:
         """Count what happened since the record's turn; None when nothing did.
+
+        For a face that adds the step's messages to its graph (the middleware, the node).
 
         Args:
             where: Where the record is, as the face's `records` finds it.
             conversation: The conversation, or the turn a face read from it.
             run_config: The config of the run the step is for (None: the current graph run's).
-            delivery: `"undelivered"` for a face that cannot add messages: then nothing is
-                acted on, and the step reports its reminders as not delivered.
-            answer_only: Count only the model answering after a reminder it saw (a run that
-                ends with that answer); a tool turn is left to the next step.
-            invocation: The id of the invocation as the face knows it, for the log lines when
-                LangGraph has none (`invocation_of`).
             can_end: Whether the face can end the run (a node whose graph routes on from it
                 by its `route`). When it cannot, a loop it would end goes on: nothing is added,
                 and the escalation is reported as not carried out.
-            tools_of: The tools of the agent that made a model turn, by the turn's id (a face
-                shared by agents); None: the guard's own `tools`.
         """
+        return self._step(where, conversation, run_config, "sent", False, can_end)
+
+    def watch(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> Step | None:
+        """`step`, for a face that cannot add messages (the handler, counting what no node did).
+
+        Nothing is acted on, and the step reports its reminders as not delivered.
+        """
+        return self._step(where, conversation, None, "undelivered", False, True)
+
+    def answered(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> Step | None:
+        """`step` for the model answering after a reminder it saw, before the run ends.
+
+        Only that answer is counted (most runs: none waits, and this is None); a tool turn is
+        left to the next `step`, whose reminders can still reach the model.
+        """
+        return self._step(where, conversation, None, "sent", True, True)
+
+    def _step(  # noqa: PLR0917 - the one body of the three questions above
+        self,
+        where: Any,
+        conversation: Sequence[BaseMessage] | Turn,
+        run_config: RunnableConfig | None,
+        delivery: Delivery,
+        answer_only: bool,
+        can_end: bool,
+    ) -> Step | None:
         if self.asks and delivery == "sent" and not answer_only:  # a step that may ask
             self._check_resumable(run_config or current_run_config())
         records = self.records
@@ -241,8 +266,8 @@ class Guard:
         else:
             history = conversation  # type: ignore[assignment]
             if not record:  # a conversation this guard has not seen: its history counts
-                record = self._history(conversation, tools_of)  # type: ignore[arg-type]
-            turn, tools = self.read(conversation, record, tools_of=tools_of)  # type: ignore[arg-type]
+                record = self._history(conversation)  # type: ignore[arg-type]
+            turn, tools = self.read(conversation, record)  # type: ignore[arg-type]
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
@@ -264,35 +289,32 @@ class Guard:
                     (found, self.stats, self.config, delivery, None, None, None, "", False),
                 )
             else:
-                told = self._told(found, delivery, run_config or current_run_config(), invocation)
+                told = self._told(found, delivery, run_config or current_run_config(), None)
             return _make(Step, (found, update, messages, False, None, told, turn))
+        run_config = run_config or current_run_config()
         return self._act(
             where,
             found,
             turn=turn,
             history=history,
-            run_config=run_config or current_run_config(),
-            invocation=invocation,
+            run_config=run_config,
+            invocation=records.invocation(where, run_config),  # as the records know it
             can_end=can_end,
         )
 
     def read(
-        self,
-        messages: Sequence[BaseMessage],
-        record: Record,
-        end: int | None = None,
-        tools_of: ToolsOf | None = None,
+        self, messages: Sequence[BaseMessage], record: Record, end: int | None = None
     ) -> tuple[Turn, Tools]:
         """What happened in `messages[:end]` since the record's turn, and the tools it used.
 
         Each call's arguments are read as its tool reads them, where the guard was shown it.
         """
         turn = read_turn(messages, record.get("turn", ""), end, self.not_user)
-        tools = self.tools if tools_of is None or not turn.id else tools_of[turn.id]
+        tools = self.turns[turn.id] if turn.id else self.tools
         schemas = tools.schemas
         return (schemas.read(turn) if schemas and turn.calls else turn), tools
 
-    def _history(self, messages: Sequence[BaseMessage], tools_of: ToolsOf | None) -> Record:
+    def _history(self, messages: Sequence[BaseMessage]) -> Record:
         """The record of a conversation handed in whole, as if the guard had watched it.
 
         The model turns since the user last spoke, but the latest (the step counts it), are
@@ -308,7 +330,7 @@ class Guard:
                 break
         record: Record = {}
         for end in reversed(turns[:-1]):  # each turn is read up to the next one
-            turn, tools = self.read(messages, record, end, tools_of)
+            turn, tools = self.read(messages, record, end)
             found = self.counter.count(record, turn, tools.policies, reaches_model=False)
             record = found.record or record
         return record
@@ -564,6 +586,10 @@ class StateStore:
                     error,
                 )
             return {}
+
+    def invocation(self, where: Any, run_config: RunnableConfig | None) -> object:
+        """The id the state keeps for this invocation, once a step reported in it."""
+        return read_state(where, RUN_FIELD)
 
     def write(self, where: Any, record: Record) -> dict[str, Any]:
         """The state update that keeps `record`."""

@@ -27,7 +27,7 @@ from typing_extensions import Unpack, override
 from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._counter import Record, asked_to_end
 from ._events import Dispatch, report
-from ._guard import NO_TOOLS, RUN_FIELD, Guard, StateStore, Step, Tools, ToolsOf, instance_name
+from ._guard import NO_TOOLS, Guard, StateStore, Step, Tools, instance_name
 from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
 from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
@@ -239,7 +239,7 @@ class RepeatToolReminderMiddleware(
         # the same objects every request); and which of them made each model turn, by its id:
         # a turn counts with its own agent's tools, whatever other agents share the instance.
         self._agents: dict[tuple[int, ...], tuple[Sequence[object], Tools]] = {}
-        self._turns = ToolsOf()
+        self._turns = self._guard.turns
 
     @property
     def tool_policies(self) -> Mapping[str, ToolPolicy]:
@@ -344,9 +344,7 @@ class RepeatToolReminderMiddleware(
     ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
         """The turn's state update, what stops the run, and the events still to be awaited."""
         try:
-            step = self._guard.step(
-                state, state["messages"], invocation=state.get(RUN_FIELD), tools_of=self._turns
-            )
+            step = self._guard.step(state, state["messages"])
             update = None if step is None else self._update(step)
         except RepeatToolReminderWarning:
             raise  # a warning the user's warning filter made an error
@@ -364,9 +362,7 @@ class RepeatToolReminderMiddleware(
         `before_model`, whose reminders can still reach the model.
         """
         try:
-            step = self._guard.step(
-                state, state["messages"], answer_only=True, tools_of=self._turns
-            )
+            step = self._guard.answered(state, state["messages"])
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return None
@@ -482,7 +478,7 @@ class RepeatToolReminderMiddleware(
                 return None
             messages = state.get("messages", ())
             counter = self._guard.counter
-            turn, tools = self._guard.read(messages, record, tools_of=self._turns)
+            turn, tools = self._guard.read(messages, record)
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None
