@@ -125,8 +125,10 @@ class ReminderFields(TypedDict, total=False):
     mode: Literal["remind", "observe"]
     detect: Sequence[str]
     detectors: Mapping[str, Mapping[str, Any]]
-    # The short forms of the built-in detectors' thresholds (`short_forms`), typed for the
-    # keywords: a test holds them to the registry.
+    # The short forms of the shipped detectors' thresholds (`short_forms`), typed for the
+    # keywords: a test holds them to the registry. A detector added to it is not typed here (a
+    # type checker knows no name a registry adds): its short form works at run time, and
+    # `detectors={name: {"thresholds": [...]}}` types it.
     stale_thresholds: Sequence[int]
     same_error_thresholds: Sequence[int]
     recurring_error_thresholds: Sequence[int]
@@ -202,15 +204,16 @@ class ReminderConfig(BaseModel):
             the others.
         mode: `"remind"` (the default) adds reminders; `"observe"` counts and reports them
             (events, logs, stats) without adding anything to the conversation.
-        detect: The detectors to run (default: `repeat`, `same_error`, `recurring_error`, the
-            ones right at least 90% of the time on both development corpora): `"repeat"` (the
-            same call, consecutively),
-            `"stale"` (the same call returning the same result again since the user spoke,
-            with no call returning something new between), `"same_error"` (consecutive
-            calls to one tool failing with the same error, whatever the arguments),
-            `"recurring_error"` (one call failing with the same error each time it is made,
-            whatever lies between, until it succeeds), `"cycle"` (a sequence of two to
-            four calls repeated, every call returning what it returned the round before) and
+        detect: The detectors to run, by name: any of the registry's (`DETECTORS`), kept in
+            its order, the order they take precedence in (default: `repeat`, `same_error`,
+            `recurring_error`, the ones right at least 90% of the time on both development
+            corpora). Those the package ships: `"repeat"` (the same call, consecutively),
+            `"same_error"` (consecutive calls to one tool failing with the same error,
+            whatever the arguments), `"recurring_error"` (one call failing with the same
+            error each time it is made, whatever lies between, until it succeeds), `"stale"`
+            (the same call returning the same result again since the user spoke, with no call
+            returning something new between), `"cycle"` (a sequence of two to four calls
+            repeated, every call returning what it returned the round before) and
             `"same_output"` (calls of one tool with new arguments returning one output of 50
             characters or more).
         detectors: Each detector's settings, by its name: its `thresholds` (the counts that

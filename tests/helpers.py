@@ -327,6 +327,11 @@ def _failed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
 
 # -- the counter, without LangChain ------------------------------------------------------------
 
+SHIPPED = ("repeat", "same_error", "recurring_error", "stale", "cycle", "same_output")
+"""The detectors the package ships, in the order they take precedence: what a user relies on.
+A detector added by the guide (CONTRIBUTING.md) goes into the registry at its place, so a test
+holds these to their relative order there, never the registry to exactly these."""
+
 CONFIG = ReminderConfig(thresholds=[2, 4], profile="seed")
 
 

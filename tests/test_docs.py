@@ -36,9 +36,11 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
+from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain._moved import MOVED
 
 from .conftest import PEERS_OPTIONAL
+from .helpers import SHIPPED
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -652,3 +654,23 @@ def test_the_readmes_settings_table_has_a_row_for_every_field() -> None:
         if line.startswith("| `")
     }
     assert set(ReminderConfig.model_fields) <= rows
+
+
+def test_the_detectors_the_docs_name_are_the_shipped_ones_in_precedence_order() -> None:
+    # Listed as those that ship, never as every detector: one added by the guide is in the
+    # registry alone, and nothing here has to name it.
+    configuration = DOCS / "guides" / "configuration.md"
+    rows = [
+        row
+        for path in (README, configuration)
+        for row in text(path).splitlines()
+        if row.startswith("| `detect` |")
+    ]
+    doc = ReminderConfig.__doc__ or ""
+    entry = doc[doc.index("        detect: ") : doc.index("        detectors: ")]
+    assert len(rows) == 2
+    for listed in (*rows, entry):
+        shipped = re.split(r"\bships?\b", listed, maxsplit=1)[1]
+        names = re.findall(r'`"?(\w+)"?`', shipped)
+        assert names == list(SHIPPED), listed
+        assert all(name in DETECTORS for name in names)

@@ -172,8 +172,13 @@ def test_block_refuses_a_call_in_the_words_of_the_detector_that_reached_the_limi
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(DETECTORS, SameTool.name, SameToolCalls)
+    # Last in precedence, after a detector that reads calls and one that needs the result: a
+    # call refused before it runs is counted by every detector that reads calls, in order.
     guard = RepeatToolReminderMiddleware(
-        detect=["same_tool"], escalate_after=5, exit_behavior="block"
+        detect=["repeat", "stale", "same_tool"],
+        thresholds=[3],
+        escalate_after=5,
+        exit_behavior="block",
     )
     messages = run(guard, "abcdef")
 
@@ -317,11 +322,37 @@ print(json.dumps({
 """
 
 
+# What a new detector must not break, run on the copy: the tests of the registry, the detectors
+# (this file aside: its own detector is the copy's), the configuration, the suggestion, and what
+# the documentation says of the detectors and the fields, its examples run.
+_SUITE = [
+    "tests/detectors",
+    "--ignore=tests/detectors/test_example.py",
+    "tests/test_config.py",
+    "tests/tooling/test_suggest.py",
+    *(
+        f"tests/test_docs.py::test_{name}"
+        for name in (
+            "the_detectors_the_docs_name_are_the_shipped_ones_in_precedence_order",
+            "the_readmes_settings_table_has_a_row_for_every_field",
+            "the_table_of_configuration_errors_is_what_happens",
+            "each_runnable_block_runs_and_prints_what_it_promises",
+        )
+    ),
+]
+
+
 def test_a_detector_shipped_in_the_package_is_its_module_and_a_registry_entry(
     tmp_path: Path,
 ) -> None:
+    root = Path(__file__).parents[2]
+    site = tmp_path / "site"
+    shutil.copytree(root / "tests", site / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(root / "docs", site / "docs")
+    for name in ("README.md", "CONTRIBUTING.md", "pyproject.toml"):
+        shutil.copy(root / name, site / name)
     package = Path(repeat_reminder_langchain.__file__).parent
-    copy = tmp_path / "site" / "repeat_reminder_langchain"
+    copy = site / "repeat_reminder_langchain"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "_detectors" / "same_tool.py").write_text(_SHIPPED)
     registry = copy / "_detectors" / "__init__.py"
@@ -330,10 +361,10 @@ def test_a_detector_shipped_in_the_package_is_its_module_and_a_registry_entry(
     text = text.replace("Cycle, SameOutput)", "Cycle, SameOutput, SameTool)")
     assert text.count("SameTool") == 2  # the import, and the entry: nothing else
     registry.write_text(text)
-    root = Path(__file__).parents[2]  # for `tests.helpers`, after the copy of the package
+    env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run(
         [sys.executable, "-c", _RUN, str(tmp_path / "settings.toml")],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(copy.parent), str(root)])},
+        env=env,
         cwd=tmp_path,  # not the checkout: `python -c` imports from where it runs first
         capture_output=True,
         text=True,
@@ -349,3 +380,13 @@ def test_a_detector_shipped_in_the_package_is_its_module_and_a_registry_entry(
     # Its thresholds' short form and its default come from its declarations alone.
     assert found["short"] == "same_tool"
     assert found["default"] == [4]
+    # And nothing else had to change: the tests that read the registry pass on the copy.
+    suite = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_SUITE],
+        env=env,
+        cwd=site,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert suite.returncode == 0, suite.stdout[-3000:]

@@ -26,6 +26,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
 )
 from repeat_reminder_langchain._config import TOOL_ERRORS
+from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain.tooling import _suggest as suggest
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._logs import Conversation, LogReader
@@ -33,13 +34,25 @@ from repeat_reminder_langchain.tooling._suggest import Suggester, Sweeper
 from repeat_reminder_langchain.tooling._tables import format_suggestion, proposal_lines
 from repeat_reminder_langchain.tooling.audit import read_logs, suggest_settings
 
-from ..helpers import assert_adjacent, reminders, scripted, turn, usage_error
+from ..detectors.test_example import SameTool
+from ..helpers import SHIPPED, assert_adjacent, reminders, scripted, turn, usage_error
 from ..helpers import call as call_
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NOTICE = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
 SEED = ReminderConfig(profile="seed")  # 0.4.0's defaults: nothing excluded, no error_pattern
 DEFAULT_DETECT = ["repeat", "same_error", "recurring_error"]
+
+
+@pytest.fixture(autouse=True)
+def shipped_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figures and proposals below are the shipped detectors' on these conversations.
+
+    A detector added by the guide flags some of them too and is proposed with its own figures
+    (`test_a_registered_detector_is_swept_and_proposed`): here it is left out.
+    """
+    for name in [name for name in DETECTORS if name not in SHIPPED]:
+        monkeypatch.delitem(DETECTORS, name)
 
 
 def conversation(index: int, steps: list[Any], task: str = "go") -> Conversation:
@@ -525,3 +538,15 @@ def test_words_given_are_kept_in_python_and_left_to_the_file_in_options() -> Non
     notice = "not_user='\\\\APlease always provide EXACTLY ONE action'"
     assert f"  ReminderConfig({notice}, words=" in text
     assert "--words" not in text
+
+
+def test_a_registered_detector_is_swept_and_proposed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every detector of the registry, the one the guide adds too: from its declarations alone.
+    monkeypatch.setitem(DETECTORS, SameTool.name, SameTool)
+    reads = [("read", {"path": path}, f"the text of {path}") for path in "abcd"]
+    found = swept([conversation(0, reads)])
+    assert found.sweep["same_tool"] == {2: (1, 1), 3: (1, 1), 4: (1, 1)}
+    (detect,) = found.proposals
+    assert detect.value == [*DEFAULT_DETECT, "same_tool"]
+    assert detect.example == "conversation 0, message 5: read (same_tool)"
+    assert "same_tool    1 in 1  1 in 1  1 in 1\n" in format_suggestion(found)
