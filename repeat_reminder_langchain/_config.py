@@ -176,108 +176,8 @@ class ReminderConfig(BaseModel):
 
     Every field is checked when the object is built: a bad value raises `ConfigError` (a
     `ValueError`) with one line per problem naming the field and the rule, an unknown field a
-    `TypeError`; never a silent fallback. A configuration is immutable and hashable.
-
-    Attributes:
-        thresholds: Run lengths of identical calls at which a reminder is added. The first
-            gets the gentle reminder, every later one the detailed reminder. Integers >= 2, no
-            duplicates; given in any order, kept sorted.
-        include: Tool-name patterns to track (`*` matches any run of characters, every other
-            character is literal, whole-name and case-sensitive). Empty means every tool.
-        exclude: Tool-name patterns that are transparent to the guard: they neither count
-            nor break a run. Exclude wins over include. Default: `BOOKKEEPING_TOOLS`, the
-            tools agents take notes with (given, the list replaces it: add to it).
-        arguments_preview_chars: How many characters of the canonical arguments (and of an
-            error) a detailed reminder quotes before cutting them short.
-        message_type: `"system"` for a `SystemMessage` reminder, `"human"` for a
-            `HumanMessage` wrapped in `<system-reminder>` tags.
-        repeat_every: After the last threshold, a detailed reminder every this many further
-            repeats. None (the default) stays silent after the last threshold.
-        ignore_arguments: Tool-name patterns mapped to argument patterns left out of a call's
-            key, so that varying them does not hide a repeat: `{"run_shell": ["description",
-            "timeout*"]}`. An argument pattern is a key pattern, or a dotted path of them
-            (`"options.retries"`; lists on the way are looked through).
-        progress: `"result"` (the default): the same call with a result different from the
-            previous one is progress and starts a new run, so a poll that moves is never
-            stopped. `"none"`: every identical call counts. `"auto"`: `"result"` for tools
-            that declare `readOnlyHint: true` (and not `idempotentHint: true`), `"none"` for
-            the others.
-        mode: `"remind"` (the default) adds reminders; `"observe"` counts and reports them
-            (events, logs, stats) without adding anything to the conversation.
-        detect: The detectors to run, by name: any of the registry's (`DETECTORS`), kept in
-            its order, the order they take precedence in (default: `repeat`, `same_error`,
-            `recurring_error`, the ones right at least 90% of the time on both development
-            corpora). Those the package ships: `"repeat"` (the same call, consecutively),
-            `"same_error"` (consecutive calls to one tool failing with the same error,
-            whatever the arguments), `"recurring_error"` (one call failing with the same
-            error each time it is made, whatever lies between, until it succeeds), `"stale"`
-            (the same call returning the same result again since the user spoke, with no call
-            returning something new between), `"cycle"` (a sequence of two to four calls
-            repeated, every call returning what it returned the round before) and
-            `"same_output"` (calls of one tool with new arguments returning one output of 50
-            characters or more).
-        detectors: Each detector's settings, by its name: its `thresholds` (the counts that
-            draw its reminders; the first draws a gentle one, every later one a detailed
-            one), `remind` (False: it counts, logs and sends its events, and neither reminds
-            the model nor escalates; `same_output`'s default) and any option of its own, e.g.
-            `{"stale": {"thresholds": [4]}}`. A detector left out keeps its defaults
-            (`thresholds` `[3]`). (`repeat`'s thresholds are `thresholds` and each tool's
-            own rules.) Each other detector's thresholds have a short form, accepted wherever
-            fields are: `stale_thresholds=[4]` is `detectors={"stale": {"thresholds": [4]}}`;
-            give one or the other.
-        error_pattern: A regular expression; a tool result whose text it matches (searched)
-            is a failure, as is every result with `status="error"`. Default: `TOOL_ERRORS`,
-            the text `ToolNode` writes for a failure. None: status only.
-        not_user: The user-role messages that are not the user speaking (a harness's
-            feedback, a format-error notice): a regular expression searched in the message's
-            text, or a function that decides, of the text, or of the message itself when its
-            parameter is annotated as a message (`def f(message: HumanMessage) -> bool`).
-            They reset nothing. A message a harness marked as its own (langchain-core's
-            `add_notification_metadata`: a string `additional_kwargs["lc_source"]`) is never
-            the user. None: every other user-role message is the user.
-        escalate_after: A count greater than every threshold of the detectors asked for, at
-            which the guard stops the loop instead of reminding, in the way `exit_behavior`
-            sets; None: advise only. Default: 10, or two past the last threshold in use when
-            that is higher (a detector the defaults turn on gives way to a limit given).
-            `"end"`, `"finish"`, `"error"` and `"interrupt"` let that many identical calls
-            run (a turn's whole batch runs, and is the count said); `"block"` lets one fewer
-            run, since the call that would reach the limit is the one refused (a refused call
-            counts).
-        exit_behavior: How the guard stops a loop: `"finish"` (the default): ask the model
-            for its answer with what it has, in one more call with no tool to call (the
-            middleware tells it `tool_choice` none, or withholds the tools; a model that calls
-            a tool all the same is ended as `"end"` ends a run);
-            `"end"` the run with a final message; raise `RepeatToolLoopError` (`"error"`);
-            `interrupt()` for a human (`"interrupt"`); or, with the middleware only, `"block"`
-            the repeated call: it gets an error result and the model decides; a model that
-            reads the refusal and sends the same call again in a later turn is ended as
-            `"end"` ends a run.
-        words: Reminder words of your own, by detector (or `"*"` for every one) and level
-            (`"gentle"`, `"detailed"`, or `"final"` for the last message of a run the guard
-            ended): a format string naming only the reminder's fields (`tool`, `count`,
-            `level`, `detector`, `arguments` and what its detector adds: `error`, `variants`,
-            `varied`, `evidence`; the final words: `tool`, `count`, `detector`, `arguments`,
-            `limit`, `what`) or a function of the `Reminder` (or `Escalation`) that returns
-            the text. A level left out keeps the guard's words. Words that fail when said (a
-            function that raises) give way to the guard's own for that message, with one
-            warning logged.
-        log_arguments: Whether the log lines quote the call's arguments (cut to
-            `arguments_preview_chars`) beside their digest, for debugging. Off by default: a
-            log line, and the message of `RepeatToolLoopError`, carry the tool, the count, the
-            detector, the limit and the digest, never the arguments, which may hold secrets.
-            The events, `RepeatToolLoopError.arguments` and the reminders quote them always.
-        normalise_results: What a tool result's text is compared as, wherever results are
-            compared (`stale`, `same_error`, `recurring_error`, `cycle`, `same_output`,
-            `progress="result"`): True (the default), with UUIDs, ISO 8601 timestamps and
-            request ids set aside (`normalise_result`), so that a status read again a minute
-            later is the same result; False, as it is; or a function of the text that returns
-            the text to compare, in place of the guard's. A tool's own patterns
-            (`normalise_results` in its policy) are set aside after it. What a reminder quotes
-            is the result as it came.
-        profile: The defaults of the fields not given. `"default"`: the guard as described
-            here. `"seed"`: 0.4.0's defaults, the original plugin's rule alone, advice only
-            (`detect=("repeat",)`, nothing excluded, no `error_pattern`, `progress="none"`, no
-            `escalate_after`, `exit_behavior="end"`). A field given stands over its profile.
+    `TypeError`; never a silent fallback. A configuration is immutable and hashable. Its
+    fields are below, each where it is declared.
 
     A tool can declare its own policy in its metadata (the configuration guide, "Tools that
     bring their own policy"); a field set here explicitly wins over it, a field left at its
@@ -294,71 +194,164 @@ class ReminderConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Each description is the field's one line of help: the command line makes its options
-    # from the fields' types, least values (`ge`: the validators refuse less with their own
-    # messages first) and these lines, a field named in backticks shown as its option.
-    # Typed as sequences so that lists type-check at the call site; stored as tuples.
+    # Each field is declared once, here: its type, its default, its one line of help (the
+    # description) and, below it, what the reference says of it. The command line makes its
+    # options from the types, least values (`ge`: the validators refuse less with their own
+    # messages first) and the lines of help, a field named in backticks shown as its option;
+    # ReminderFields and the tables of the README and the configuration guide are held to
+    # these by tests. Typed as sequences so that lists type-check at the call site; stored as
+    # tuples.
     thresholds: Sequence[int] = Field(
         (3, 5, 8), description="run lengths of identical calls that draw a reminder"
     )
+    """Run lengths of identical calls at which a reminder is added. The first gets the gentle
+    reminder, every later one the detailed reminder. Integers >= 2, no duplicates; given in any
+    order, kept sorted."""
     include: Sequence[str] = Field((), description="tools to track (* matches anything)")
+    """Tool-name patterns to track (`*` matches any run of characters, every other character is
+    literal, whole-name and case-sensitive). Empty means every tool."""
     exclude: Sequence[str] = Field(
         BOOKKEEPING_TOOLS, description="tools the guard looks through, e.g. think"
     )
+    """Tool-name patterns that are transparent to the guard: they neither count nor break a run.
+    Exclude wins over include. Default: `BOOKKEEPING_TOOLS`, the tools agents take notes with
+    (given, the list replaces it: add to it)."""
     arguments_preview_chars: int = Field(
         500, ge=1, description="how much of the arguments a detailed reminder quotes"
     )
+    """How many characters of the canonical arguments (and of an error) a detailed reminder
+    quotes before cutting them short."""
     message_type: Literal["system", "human"] = Field(
         "system",
         description="send reminders as system messages (default) or as tagged user messages",
     )
+    """`"system"` for a `SystemMessage` reminder, `"human"` for a `HumanMessage` wrapped in
+    `<system-reminder>` tags."""
     repeat_every: int | None = Field(
         None, ge=1, description="after the last threshold, remind again every N repeats"
     )
+    """After the last threshold, a detailed reminder every this many further repeats. None (the
+    default) stays silent after the last threshold."""
     ignore_arguments: Mapping[str, Sequence[str]] = Field(
         _FrozenMapping({}),
         description="arguments left out of the comparison, e.g. run_shell=description,timeout*",
     )
+    """Tool-name patterns mapped to argument patterns left out of a call's key, so that varying
+    them does not hide a repeat: `{"run_shell": ["description", "timeout*"]}`. An argument
+    pattern is a key pattern, or a dotted path of them (`"options.retries"`; lists on the way
+    are looked through)."""
     progress: Literal["none", "result", "auto"] = Field(
         "result", description="result: the same call with a new result starts a new run"
     )
+    """`"result"` (the default): the same call with a result different from the previous one is
+    progress and starts a new run, so a poll that moves is never stopped. `"none"`: every
+    identical call counts. `"auto"`: `"result"` for tools that declare `readOnlyHint: true` (and
+    not `idempotentHint: true`), `"none"` for the others."""
     mode: Literal["remind", "observe"] = Field(
         "remind", description="observe: count and report, add nothing to the conversation"
     )
+    """`"remind"` (the default) adds reminders; `"observe"` counts and reports them (events,
+    logs, stats) without adding anything to the conversation."""
     detect: Sequence[str] = Field(  # the registry's names: a detector may be added
         ("repeat", "same_error", "recurring_error"), description="the detectors to run"
     )
+    """The detectors to run, by name: any of the registry's (`DETECTORS`), kept in its order,
+    the order they take precedence in (default: `repeat`, `same_error`, `recurring_error`, the
+    ones right at least 90% of the time on both development corpora). Those the package ships:
+    `"repeat"` (the same call, consecutively), `"same_error"` (consecutive calls to one tool
+    failing with the same error, whatever the arguments), `"recurring_error"` (one call failing
+    with the same error each time it is made, whatever lies between, until it succeeds),
+    `"stale"` (the same call returning the same result again since the user spoke, with no call
+    returning something new between), `"cycle"` (a sequence of two to four calls repeated, every
+    call returning what it returned the round before) and `"same_output"` (calls of one tool
+    with new arguments returning one output of 50 characters or more)."""
     detectors: Mapping[str, Mapping[str, Any]] = Field(
         _FrozenMapping({}), description="each detector's settings, by its name"
     )
+    """Each detector's settings, by its name: its `thresholds` (the counts that draw its
+    reminders; the first draws a gentle one, every later one a detailed one), `remind` (False:
+    it counts, logs and sends its events, and neither reminds the model nor escalates;
+    `same_output`'s default) and any option of its own, e.g. `{"stale": {"thresholds": [4]}}`. A
+    detector left out keeps its defaults (`thresholds` `[3]`). (`repeat`'s thresholds are
+    `thresholds` and each tool's own rules.) Each other detector's thresholds have a short form,
+    accepted wherever fields are: `stale_thresholds=[4]` is
+    `detectors={"stale": {"thresholds": [4]}}`; give one or the other."""
     error_pattern: str | None = Field(
         TOOL_ERRORS,
         description="a result whose text this matches is a failure (besides status=error)",
     )
+    """A regular expression; a tool result whose text it matches (searched) is a failure, as is
+    every result with `status="error"`. Default: `TOOL_ERRORS`, the text `ToolNode` writes for a
+    failure. None: status only."""
     not_user: str | Callable[[Any], bool] | None = Field(
         None,
         description="user-role messages whose text this matches are not the user (a "
         "harness's feedback): they reset nothing",
     )
+    """The user-role messages that are not the user speaking (a harness's feedback, a
+    format-error notice): a regular expression searched in the message's text, or a function
+    that decides, of the text, or of the message itself when its parameter is annotated as a
+    message (`def f(message: HumanMessage) -> bool`). They reset nothing. A message a harness
+    marked as its own (langchain-core's `add_notification_metadata`: a string
+    `additional_kwargs["lc_source"]`) is never the user. None: every other user-role message is
+    the user."""
     escalate_after: int | None = Field(
         STOP_AT, ge=2, description="stop the loop at this count, as `exit_behavior` says"
     )
+    """A count greater than every threshold of the detectors asked for, at which the guard stops
+    the loop instead of reminding, in the way `exit_behavior` sets; None: advise only. Default:
+    10, or two past the last threshold in use when that is higher (a detector the defaults turn
+    on gives way to a limit given). `"end"`, `"finish"`, `"error"` and `"interrupt"` let that
+    many identical calls run (a turn's whole batch runs, and is the count said); `"block"` lets
+    one fewer run, since the call that would reach the limit is the one refused (a refused call
+    counts)."""
     exit_behavior: ExitBehavior = Field("finish", description="how the guard stops a loop")
+    """How the guard stops a loop: `"finish"` (the default): ask the model for its answer with
+    what it has, in one more call with no tool to call (the middleware tells it `tool_choice`
+    none, or withholds the tools; a model that calls a tool all the same is ended as `"end"`
+    ends a run); `"end"` the run with a final message; raise `RepeatToolLoopError` (`"error"`);
+    `interrupt()` for a human (`"interrupt"`); or, with the middleware only, `"block"` the
+    repeated call: it gets an error result and the model decides; a model that reads the refusal
+    and sends the same call again in a later turn is ended as `"end"` ends a run."""
     words: Mapping[str, Mapping[str, str | Callable[[Any], str]]] = Field(
         _FrozenMapping({}), description="reminder words of your own, by detector and level"
     )
+    """Reminder words of your own, by detector (or `"*"` for every one) and level (`"gentle"`,
+    `"detailed"`, or `"final"` for the last message of a run the guard ended): a format string
+    naming only the reminder's fields (`tool`, `count`, `level`, `detector`, `arguments` and
+    what its detector adds: `error`, `variants`, `varied`, `evidence`; the final words: `tool`,
+    `count`, `detector`, `arguments`, `limit`, `what`) or a function of the `Reminder` (or
+    `Escalation`) that returns the text. A level left out keeps the guard's words. Words that
+    fail when said (a function that raises) give way to the guard's own for that message, with
+    one warning logged."""
     log_arguments: bool = Field(
         False, description="whether the log lines quote the call's arguments beside their digest"
     )
+    """Whether the log lines quote the call's arguments (cut to `arguments_preview_chars`)
+    beside their digest, for debugging. Off by default: a log line, and the message of
+    `RepeatToolLoopError`, carry the tool, the count, the detector, the limit and the digest,
+    never the arguments, which may hold secrets. The events, `RepeatToolLoopError.arguments` and
+    the reminders quote them always."""
     normalise_results: bool | Callable[[str], str] = Field(
         True,
         description="compare results with UUIDs, timestamps and request ids set aside (False: "
         "as they are; or a function of the text)",
     )
+    """What a tool result's text is compared as, wherever results are compared (`stale`,
+    `same_error`, `recurring_error`, `cycle`, `same_output`, `progress="result"`): True (the
+    default), with UUIDs, ISO 8601 timestamps and request ids set aside (`normalise_result`), so
+    that a status read again a minute later is the same result; False, as it is; or a function
+    of the text that returns the text to compare, in place of the guard's. A tool's own patterns
+    (`normalise_results` in its policy) are set aside after it. What a reminder quotes is the
+    result as it came."""
     profile: Literal["default", "seed"] = Field(
         "default",
         description="seed: the original plugin's rule alone, advice only (0.4.0's defaults)",
     )
+    """The defaults of the fields not given. `"default"`: the guard as described here. `"seed"`:
+    0.4.0's defaults, the original plugin's rule alone, advice only (`detect=("repeat",)`,
+    nothing excluded, no `error_pattern`, `progress="none"`, no `escalate_after`,
+    `exit_behavior="end"`). A field given stands over its profile."""
 
     _include: re.Pattern[str] | None = PrivateAttr(default=None)
     _exclude: re.Pattern[str] | None = PrivateAttr(default=None)

@@ -47,29 +47,31 @@ logger = logging.getLogger(LOGGER_NAME)
 class ToolPolicy(BaseModel):
     """A tool's own policy, read from its metadata. Fields left unset say nothing.
 
-    Attributes:
-        exclude: Never count this tool.
-        thresholds: Its own thresholds.
-        repeat_every: Its own `repeat_every`.
-        progress: `"result"` when a new result of the same call is progress.
-        ignore_arguments: Argument patterns (dotted paths) left out of its calls' keys.
-        normalise_results: Regular expressions for what varies in its results without meaning:
-            each match is set aside before a result is compared, after the configuration's
-            normaliser.
-        read_only: The MCP annotation `readOnlyHint`.
-        idempotent: The MCP annotation `idempotentHint`.
+    A field named as one of `ReminderConfig`'s is that field for this tool's calls, checked by
+    the same rule (`ReminderConfig.rules` says which wins); its fields are below, each where it
+    is declared.
     """
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     exclude: bool = False
+    """Never count this tool (where `ReminderConfig.exclude` names tools, this one says itself)."""
     thresholds: tuple[int, ...] | None = None
+    """Its own `ReminderConfig.thresholds`."""
     repeat_every: int | None = None
+    """Its own `ReminderConfig.repeat_every`."""
     progress: Literal["none", "result"] | None = None
+    """Its own `ReminderConfig.progress` (`"auto"` is what a tool's hints decide)."""
     ignore_arguments: tuple[str, ...] = ()
+    """Its own `ReminderConfig.ignore_arguments`: argument patterns (dotted paths) left out of its
+    calls' keys, beside those the configuration gives for it."""
     normalise_results: tuple[str, ...] = ()
+    """Regular expressions for what varies in its results without meaning: each match is set
+    aside before a result is compared, after `ReminderConfig.normalise_results`."""
     read_only: bool | None = None
+    """The MCP annotation `readOnlyHint`."""
     idempotent: bool | None = None
+    """The MCP annotation `idempotentHint`."""
 
     @field_validator("thresholds", mode="before")
     @classmethod

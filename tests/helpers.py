@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import itertools
 import json
 import os
@@ -25,7 +27,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from repeat_reminder_langchain import (
     ReminderConfig,
@@ -326,6 +328,19 @@ def _failed(capsys: pytest.CaptureFixture[str], argv: list[str]) -> list[str]:
 
 
 # -- the counter, without LangChain ------------------------------------------------------------
+
+
+def field_docs(model: type[BaseModel]) -> dict[str, str]:
+    """Each field's documentation: the string below its declaration, as the reference reads it."""
+    source = ast.parse(inspect.getsource(model))
+    body = source.body[0].body  # type: ignore[attr-defined]
+    return {
+        field.target.id: ast.literal_eval(after.value)
+        for field, after in itertools.pairwise(body)
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+        if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+    }
+
 
 SHIPPED = ("repeat", "same_error", "recurring_error", "stale", "cycle", "same_output")
 """The detectors the package ships, in the order they take precedence: what a user relies on.

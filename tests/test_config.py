@@ -18,7 +18,7 @@ from repeat_reminder_langchain._config import TOOL_ERRORS, resolve_config, short
 from repeat_reminder_langchain._detectors import DETECTORS, Settings
 from repeat_reminder_langchain._detectors.stale import Stale
 
-from .helpers import SHIPPED
+from .helpers import SHIPPED, field_docs
 
 
 def test_defaults() -> None:
@@ -327,6 +327,15 @@ def test_the_faces_keywords_are_typed_as_the_fields() -> None:
         assert typed[name] == field.annotation, name
     for name in typed.keys() - ReminderConfig.model_fields.keys():
         assert typed[name] == ReminderConfig.model_fields["thresholds"].annotation, name
+
+
+def test_every_field_is_documented_once_where_it_is_declared() -> None:
+    # The reference renders the string below each field's declaration: the class's docstring
+    # lists none of them, so there is no second list to keep in step.
+    docs = field_docs(ReminderConfig)
+    assert list(docs) == list(ReminderConfig.model_fields)
+    assert all(doc.strip() for doc in docs.values())
+    assert "Attributes:" not in (ReminderConfig.__doc__ or "")
 
 
 def test_every_field_has_one_line_of_help_and_the_least_value_its_validator_takes() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import itertools
 import json
 import os
 import re
@@ -19,14 +20,15 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from pydantic.fields import FieldInfo
 
 import repeat_reminder_langchain as package
 from repeat_reminder_langchain import (
@@ -36,11 +38,13 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
+from repeat_reminder_langchain import _config as config_module
+from repeat_reminder_langchain._config import short_forms
 from repeat_reminder_langchain._detectors import DETECTORS
 from repeat_reminder_langchain._moved import MOVED
 
 from .conftest import PEERS_OPTIONAL
-from .helpers import SHIPPED
+from .helpers import SHIPPED, field_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -647,13 +651,41 @@ def test_the_table_of_configuration_errors_is_what_happens(
     assert f"`{error.__name__}`: {message}" in text(CONFIGURATION)
 
 
-def test_the_readmes_settings_table_has_a_row_for_every_field() -> None:
-    rows = {
-        line.split("|")[1].strip().split("`")[1]
-        for line in README.read_text(encoding="utf-8").splitlines()
-        if line.startswith("| `")
-    }
-    assert set(ReminderConfig.model_fields) <= rows
+def settings_table(path: Path) -> list[list[str]]:
+    """The cells of each row of the settings table of `path` (field, default, meaning, rule)."""
+    lines = text(path).split("| field | default | meaning | rule |\n|---|---|---|---|\n")[1]
+    rows = itertools.takewhile(lambda line: line.startswith("| `"), lines.splitlines())
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def default_cell(field: FieldInfo) -> str:
+    """A field's default, as a table writes it: a constant by its name, a value as Python."""
+    default = field.default
+    for constant in ("BOOKKEEPING_TOOLS", "TOOL_ERRORS"):
+        if default is getattr(config_module, constant):
+            return f"`{constant}`"
+    if default is None or isinstance(default, bool):
+        return f"`{default!r}`"
+    plain = list(default) if isinstance(default, tuple) else default
+    return f"`{json.dumps(dict(plain) if isinstance(plain, Mapping) else plain)}`"
+
+
+@pytest.mark.parametrize("path", [README, DOCS / "guides" / "configuration.md"], ids=name)
+def test_each_settings_table_is_the_fields_as_declared(path: Path) -> None:
+    # The tables are written for their readers; what they say of a field that its declaration
+    # also says (its name, its place, its default, its choices) is held to the declaration.
+    rows = settings_table(path)
+    fields = ReminderConfig.model_fields
+    short = [row for row in rows if row[0].endswith("…")]  # the guide's row of short forms
+    for row in short:
+        assert set(re.findall(r"`(\w+)`", row[0])) <= set(short_forms())
+    rows = [row for row in rows if row not in short]
+    assert [row[0] for row in rows] == [f"`{name}`" for name in fields]
+    numbers = {2: "two", 3: "three", 5: "five"}
+    for (cell, default, _, rule), declared in zip(rows, fields.values(), strict=True):
+        assert default == default_cell(declared), cell
+        if get_origin(declared.annotation) is Literal:
+            assert f"one of the {numbers[len(get_args(declared.annotation))]}" in rule, cell
 
 
 def test_the_detectors_the_docs_name_are_the_shipped_ones_in_precedence_order() -> None:
@@ -666,10 +698,8 @@ def test_the_detectors_the_docs_name_are_the_shipped_ones_in_precedence_order() 
         for row in text(path).splitlines()
         if row.startswith("| `detect` |")
     ]
-    doc = ReminderConfig.__doc__ or ""
-    entry = doc[doc.index("        detect: ") : doc.index("        detectors: ")]
     assert len(rows) == 2
-    for listed in (*rows, entry):
+    for listed in (*rows, field_docs(ReminderConfig)["detect"]):
         shipped = re.split(r"\bships?\b", listed, maxsplit=1)[1]
         names = re.findall(r'`"?(\w+)"?`', shipped)
         assert names == list(SHIPPED), listed

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
-from repeat_reminder_langchain import ReminderConfig
+from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._policy import (
     Rules,
@@ -17,6 +17,8 @@ from repeat_reminder_langchain._policy import (
     compile_paths,
     parse_tool_policy,
 )
+
+from .helpers import field_docs
 
 
 def test_levels_follow_the_sorted_thresholds_and_repeat_every() -> None:
@@ -218,3 +220,30 @@ def test_metadata_corrected_from_a_float_to_an_integer_is_read_again() -> None:
     assert policies["grep"].thresholds == (4,)
     policies.learn("grep", {"repeat_reminder": {"thresholds": [4.0]}})
     assert "grep" not in policies
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("thresholds", [1]), ("thresholds", "x"), ("repeat_every", 0), ("repeat_every", True)],
+)
+def test_a_tools_own_field_is_checked_by_the_rule_of_the_configurations_field(
+    field: str, value: object
+) -> None:
+    # One rule per field: a tool's own thresholds break it as the configuration's do.
+    with pytest.raises(ConfigError) as config:
+        ReminderConfig(**{field: value})
+    with pytest.raises(ValueError, match=r"^invalid repeat_reminder policy: ") as policy:
+        parse_tool_policy({"repeat_reminder": {field: value}})
+    assert str(policy.value).removeprefix("invalid repeat_reminder policy: ") == str(config.value)
+
+
+def test_a_tools_own_fields_are_the_configurations_of_their_names_or_its_hints() -> None:
+    hints = {"read_only", "idempotent"}
+    assert set(ToolPolicy.model_fields) - hints < set(ReminderConfig.model_fields)
+    progress = ToolPolicy.model_fields["progress"].annotation
+    assert set(get_args(get_args(progress)[0])) < set(
+        get_args(ReminderConfig.model_fields["progress"].annotation)
+    )
+    docs = field_docs(ToolPolicy)
+    assert list(docs) == list(ToolPolicy.model_fields)
+    assert "Attributes:" not in (ToolPolicy.__doc__ or "")

@@ -334,7 +334,7 @@ _SUITE = [
         f"tests/test_docs.py::test_{name}"
         for name in (
             "the_detectors_the_docs_name_are_the_shipped_ones_in_precedence_order",
-            "the_readmes_settings_table_has_a_row_for_every_field",
+            "each_settings_table_is_the_fields_as_declared",
             "the_table_of_configuration_errors_is_what_happens",
             "each_runnable_block_runs_and_prints_what_it_promises",
         )
