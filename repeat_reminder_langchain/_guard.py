@@ -589,7 +589,7 @@ class StateStore:
 
     def invocation(self, where: Any, run_config: RunnableConfig | None) -> object:
         """The id the state keeps for this invocation, once a step reported in it."""
-        return read_state(where, RUN_FIELD)
+        return where.get(RUN_FIELD) if type(where) is dict else read_state(where, RUN_FIELD)
 
     def write(self, where: Any, record: Record) -> dict[str, Any]:
         """The state update that keeps `record`."""

@@ -14,7 +14,7 @@ def test_a_turn_with_nothing_due_enters_seven_modules_each_once() -> None:
         Entry("(the agent)", "_middleware"),
         Entry("_middleware._turn", "_guard"),
         Entry("_guard.read", "_conversation"),
-        Entry("_guard.step", "_counter"),
+        Entry("_guard._step", "_counter"),
         Entry("_counter._calls", "_canonical"),
         Entry("_middleware._turn", "_events"),
         Entry("_events.report", "_stats"),
