@@ -28,9 +28,10 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._counter import Record, Turn
+from ._counter import Turn
 from ._events import report
 from ._guard import Guard, instance_name
+from ._record import Record
 from ._reminder import LOGGER_NAME, is_reminder, warn
 from ._wiring import Misplaced, refuse_block
 

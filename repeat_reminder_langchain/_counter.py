@@ -6,9 +6,9 @@ built with its level table, so a turn under the defaults runs the repeat rule al
 counts every configuration and names no detector; a tracing observer (`transcript`, `audit`)
 watches it call by call without changing what it does.
 
-All the counter remembers of an agent is its `Record`: the run of identical calls, and each
-detector's memory under its name. A face keeps it where it keeps things (a state field, the
-handler's memory) and hands it back on the next turn.
+All the counter remembers of an agent is its `Record` (`_record`): the run of identical calls,
+and each detector's memory under its name. A face keeps it where it keeps things (a state
+field, the handler's memory) and hands it back on the next turn.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, NamedTuple, TypedDict, cast, get_origin, get_type_hints
+from typing import Any, NamedTuple
 
 from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
@@ -25,6 +25,7 @@ from ._detectors import DETECTORS, Detector, Seen
 from ._exits import EXITS
 from ._normalise import Normalise
 from ._policy import Levels, Rules, ToolPolicy
+from ._record import Record, asked_to_end, counted, followed_up, lasting, with_memories
 from ._reminder import Escalation, Reminder, preview
 
 __all__ = [
@@ -33,11 +34,7 @@ __all__ = [
     "CallTrace",
     "Count",
     "LoopCounter",
-    "Record",
-    "RecordError",
     "Turn",
-    "asked_to_end",
-    "read_record",
 ]
 
 _RULES_LIMIT = 1024  # tool names come from the model: keep the resolved rules bounded
@@ -88,123 +85,6 @@ class Turn(NamedTuple):
 
 NOTHING = Turn()
 """Nothing happened since the turn counted last: no turn to count, nobody spoke."""
-
-
-class Record(TypedDict, total=False):
-    """All the guard remembers about one agent, as kept in a checkpoint. Every field optional.
-
-    Attributes:
-        turn: The model turn whose calls were counted last.
-        tool: The last tracked call's tool ("" before any).
-        key: The fingerprint of that call's canonical arguments.
-        count: How many times in a row that call was made.
-        result: The fingerprint of that call's result, where results are progress.
-        reminded: Whether that call drew a reminder the model saw (so the next call, or the
-            model answering, tells whether it changed course).
-        detectors: What each detector that keeps a memory remembers of the agent, under its
-            name, as it writes it (`repeat` keeps none: its count is the run above).
-        system: Whether reminders were stored as system messages: a request to a model that
-            takes no system message mid-conversation is then searched for them, and sends
-            them as user turns. (A note of where each one is would grow with the thread, and
-            go wrong when the conversation is rewritten; the search runs in C, a small share
-            of what the model's client spends on the same messages.)
-        finishing: The loop the model was asked to end with its answer, with no tool to
-            call (`exit_behavior="finish"`), until the user speaks again: its escalation's tag
-            (`Escalation.from_tag`), so that a call made all the same is refused, and the run
-            ended, in the name of that loop.
-    """
-
-    turn: str
-    tool: str
-    key: str
-    count: int
-    result: str
-    reminded: bool
-    detectors: dict[str, dict[str, Any]]
-    system: bool
-    finishing: dict[str, Any]
-
-
-def asked_to_end(record: Record) -> Escalation | None:
-    """The loop the model was asked to end with its answer (`finishing`); None: none was."""
-    asked = record.get("finishing")
-    return Escalation.from_tag(asked) if asked else None
-
-
-class RecordError(ValueError):
-    """A stored record that is not what the guard writes; the conversation is counted again."""
-
-
-# Each field's type, as `Record` declares it: what a stored record is checked against.
-_TYPES: dict[str, type] = {
-    name: get_origin(kind) or kind for name, kind in get_type_hints(Record).items()
-}
-
-
-def read_record(data: object) -> Record:
-    """The record a face stored, checked field by field (a field it does not know is left as is).
-
-    Each detector checks its own memory. A record stored by an earlier version is read into
-    the record of today: 0.2.0's names the call's arguments `digest` (today's `key`, the same
-    value); development builds after it kept the detectors' memories in flat fields
-    (`failing`, `seen`, ...).
-
-    Raises:
-        RecordError: `data` is not what the guard writes, naming the field.
-    """
-    if type(data) is not dict:
-        if not isinstance(data, Mapping):
-            raise RecordError(f"a stored record must be a mapping, got {type(data).__name__}")
-        data = dict(data)
-    if not _EARLIER.isdisjoint(data):
-        data = _upgraded(data)
-    for name, value in data.items():
-        kind = _TYPES.get(name)
-        if kind is not None and type(value) is not kind:
-            raise RecordError(f"stored {name} must be a {kind.__name__}, got {value!r}")
-    if data.get("count", 0) < 0:
-        raise RecordError(f"stored counts must be whole numbers from zero, got {data!r}")
-    asked = data.get("finishing")
-    if asked is not None and Escalation.from_tag(asked) is None:
-        raise RecordError(f"stored finishing must be an escalation's tag, got {asked!r}")
-    for name, kept in data.get("detectors", {}).items():
-        detector = DETECTORS.get(name)
-        if detector is not None:  # one it does not know (a newer version's) is left as is
-            try:
-                detector.check(kept)
-            except ValueError as problem:
-                raise RecordError(f"stored {name} memory is not valid: {problem}") from None
-    return data  # type: ignore[return-value]
-
-
-# What outlives a user message besides the detectors' memories: the turn counted, and whether
-# reminders were stored in the conversation as system messages (they stay in it).
-_LASTING = ("turn", "system")
-
-# The fields in which development builds before 0.4.0 kept the detectors' memories, each
-# detector's own; and 0.2.0's name of the arguments' key.
-_LEGACY = frozenset(field for detector in DETECTORS.values() for field in detector.legacy)
-_KEY_0_2 = "digest"
-_EARLIER = _LEGACY | {_KEY_0_2}
-
-
-def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
-    """A record stored before 0.4.0, as the record of today: each detector reads its old fields."""
-    data = dict(data)
-    if _KEY_0_2 in data:
-        data.setdefault("key", data.pop(_KEY_0_2))
-    flat = {name: data.pop(name) for name in _LEGACY & data.keys()}
-    detectors: dict[str, Any] = {}
-    for detector in DETECTORS.values():
-        try:
-            kept = detector.upgrade(flat)
-        except (TypeError, ValueError) as problem:
-            raise RecordError(f"stored {detector.name} memory is not valid: {problem}") from None
-        if kept is not None:
-            detectors[detector.name] = kept
-    if detectors:
-        data["detectors"] = {**detectors, **data.get("detectors", {})}
-    return data
 
 
 class CallTrace(NamedTuple):
@@ -355,16 +235,16 @@ class LoopCounter:
         (`Detector.after_user`): a call that fails the same way after every user message is still
         a loop.
         """
-        kept = cast("Record", {name: value for name, value in record.items() if name in _LASTING})
         memories = record.get("detectors", {})
-        lasting = {
-            detector.name: left
-            for detector in self._remembering
-            if detector.name in memories and (left := detector.after_user(memories[detector.name]))
-        }
-        if lasting:
-            kept["detectors"] = lasting
-        return kept
+        return lasting(
+            record,
+            {
+                detector.name: left
+                for detector in self._remembering
+                if detector.name in memories
+                and (left := detector.after_user(memories[detector.name]))
+            },
+        )
 
     def count(
         self,
@@ -395,7 +275,7 @@ class LoopCounter:
         if turn.answered and reminded:
             followups = [True]
             reminded = False
-            record = {**record, "reminded": False}
+            record = followed_up(record)
         if turn.waiting or not turn.id:
             kept = self.reset(record) if turn.spoke_after else record
             changed = bool(followups) or kept != record
@@ -412,7 +292,7 @@ class LoopCounter:
             reaches_model=reaches_model,
             observe=observe,
         )
-        loop = asked_to_end(record)
+        loop = asked_to_end(record) if "finishing" in record else None  # most turns: not asked
         if loop and found.escalation is None and turn.calls and not turn.spoke_after:
             # Asked for its answer with no tool to call, the model called one all the same (a
             # provider that ignored that, or a face that cannot hold them back): it ends.
@@ -489,15 +369,7 @@ class LoopCounter:
                     counts = {detector.name: number for detector, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
         reminded = reaches_model and escalation is None and any(r.reminds for r in reminders)
-        new: Record = {
-            **record,
-            "turn": turn.id,
-            "tool": tool,
-            "key": key,
-            "count": run,
-            "result": result,
-            "reminded": reminded,
-        }
+        new = counted(record, turn.id, tool, key, run, result, reminded)
         if self._stateful:
             _keep(in_use, new)
         if not unanswered:
@@ -690,10 +562,7 @@ def _keep(in_use: _InUse, record: Record) -> None:
             memories[detector.name] = kept
         else:
             memories.pop(detector.name, None)
-    if memories:
-        record["detectors"] = memories
-    else:
-        record.pop("detectors", None)
+    with_memories(record, memories)
 
 
 def _went_on(

@@ -19,10 +19,10 @@ from typing_extensions import Unpack
 from ._callbacks import RepeatToolReminderCallbackHandler
 from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import asked_to_answer, read_messages, read_state
-from ._counter import Record
 from ._events import report
 from ._guard import Guard, Records, StateStore, instance_name, thread_of
 from ._messages import blocked_result, no_tool_choice
+from ._record import Record
 from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, from_guard, warn
 from ._wiring import refuse_block
 

@@ -30,13 +30,14 @@ from langgraph.types import interrupt
 from ._arguments import ToolSchemas
 from ._config import ReminderConfig
 from ._conversation import is_user_message, read_state, read_turn, user_test
-from ._counter import NOTHING, Count, LoopCounter, Record, RecordError, Turn, read_record
+from ._counter import NOTHING, Count, LoopCounter, Turn
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import END, EXITS, Exit
 from ._messages import escalation_message, finish_message, handover, recap, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
+from ._record import Record, RecordError, asking_answer, noting_system, read_record
 from ._reminder import LOGGER_NAME, Escalation, Words, warn
 from ._stats import Stats
 
@@ -391,7 +392,7 @@ class Guard:
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             # Noted once, for a model that takes no system message: its requests are searched.
             if not record.get("system") and any(m.type == "system" for m in messages):
-                record = {**record, "system": True}
+                record = noting_system(record)
             update = self.records.write(where, record)
             if self.keeps_run and told.run not in (None, invocation):
                 update[RUN_FIELD] = told.run
@@ -468,7 +469,7 @@ class _Acting:
         escalation, guard = self.escalation, self.guard
         seen = recap(self.history, escalation.tool)
         message = finish_message(escalation, guard.config.message_type, guard.words, seen)
-        record: Record = {**(self.found.record or {}), "finishing": dict(escalation.tag())}
+        record = asking_answer(self.found.record or {}, escalation)
         return _Done(record, [message], False, None, self.told)
 
     def stop(self) -> _Done:

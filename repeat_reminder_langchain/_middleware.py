@@ -25,11 +25,11 @@ from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._counter import Record, asked_to_end
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, Guard, StateStore, Step, Tools, instance_name
 from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
+from ._record import Record, asked_to_end
 from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
@@ -392,10 +392,10 @@ class RepeatToolReminderMiddleware(
         tools = NO_TOOLS
         try:
             tools = self._tools(request.tools or ())
-            entry = self._entry(request.state)
-            if self._finishes and entry.get("finishing"):
+            record = self._store.read(request.state)
+            if self._finishes and record.get("finishing"):
                 request = self._for_answer(request)
-            if entry.get("system") is not True:
+            if not record.get("system"):
                 return request, tools  # most calls: no reminder stored as a system message
             messages = prepare_messages(request.messages, request.model)
             if messages is request.messages:
@@ -453,13 +453,6 @@ class RepeatToolReminderMiddleware(
                     del self._turns[next(iter(self._turns))]
                 self._turns[message.id] = tools
         return response
-
-    def _entry(self, state: Any) -> Mapping[str, Any]:
-        # The record's flags alone, read as they are: a record that is not valid is found,
-        # and logged, when the next turn is counted.
-        field = state.get(SOURCE)
-        entry = field.get(self._name) if type(field) is dict else None
-        return entry if type(entry) is dict else {}
 
     # -- tool calls -----------------------------------------------------------------------
 

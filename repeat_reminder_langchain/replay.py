@@ -13,8 +13,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ._config import ReminderConfig
 from ._conversation import read_turn, user_test
-from ._counter import Call, CallTrace, LoopCounter, Record
+from ._counter import Call, CallTrace, LoopCounter
 from ._policy import ToolPolicy
+from ._record import Record
 
 __all__ = ["Call", "CallTrace", "Replayed", "replay"]
 

@@ -25,13 +25,14 @@ from repeat_reminder_langchain._conversation import (
     read_turn,
     user_test,
 )
-from repeat_reminder_langchain._counter import NOTHING, Count, LoopCounter, Record, Turn
+from repeat_reminder_langchain._counter import NOTHING, Count, LoopCounter, Turn
 from repeat_reminder_langchain._messages import (
     blocked_result,
     escalation_message,
     reminder_message,
 )
 from repeat_reminder_langchain._policy import ToolPolicy
+from repeat_reminder_langchain._record import Record
 from repeat_reminder_langchain._reminder import Escalation
 
 from .helpers import call, turn

@@ -8,16 +8,9 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import (
-    Call,
-    CallTrace,
-    LoopCounter,
-    Record,
-    RecordError,
-    Turn,
-    read_record,
-)
+from repeat_reminder_langchain._counter import Call, CallTrace, LoopCounter, Turn
 from repeat_reminder_langchain._policy import ToolPolicy
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 from repeat_reminder_langchain._reminder import Escalation
 from repeat_reminder_langchain._stats import Stats
 

@@ -33,6 +33,7 @@ ROOMS = {
         "_settings_file",
         "_files",
         "_counter",
+        "_record",
         "_install",
         "_normalise",
         "_canonical",

@@ -351,7 +351,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
         raise RuntimeError("guard bug")
 
     monkeypatch.setattr(guard_module, "read_turn", broken)
-    monkeypatch.setattr(RepeatToolReminderMiddleware, "_entry", broken)
+    monkeypatch.setattr(RepeatToolReminderMiddleware, "_tools", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
             scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware()

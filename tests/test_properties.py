@@ -24,8 +24,9 @@ from repeat_reminder_langchain._canonical import (
     _with_floats,
 )
 from repeat_reminder_langchain._conversation import read_turn
-from repeat_reminder_langchain._counter import LoopCounter, Record, read_record
+from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._messages import reminder_message
+from repeat_reminder_langchain._record import Record, read_record
 
 from .conftest import build
 from .helpers import ask, reminders, scripted

@@ -8,7 +8,7 @@ from __future__ import annotations
 from benchmarks.route import Entry, route, turns
 
 
-def test_a_turn_with_nothing_due_enters_seven_modules_each_once() -> None:
+def test_a_turn_with_nothing_due_enters_eight_modules_each_once() -> None:
     played = turns()
     assert route(played["nothing due"]) == [
         Entry("(the agent)", "_middleware"),
@@ -16,6 +16,7 @@ def test_a_turn_with_nothing_due_enters_seven_modules_each_once() -> None:
         Entry("_guard.read", "_conversation"),
         Entry("_guard._step", "_counter"),
         Entry("_counter._calls", "_canonical"),
+        Entry("_counter._calls", "_record"),
         Entry("_middleware._turn", "_events"),
         Entry("_events.report", "_stats"),
     ]
@@ -27,19 +28,24 @@ def test_a_turn_that_draws_a_reminder_goes_down_once_and_comes_back_once() -> No
     entries = route(played["a reminder"])
 
     modules = {entry.module for entry in entries}
-    assert len(modules) <= 10
+    assert len(modules) <= 11
     # The face enters the step once and reporting once, and nothing enters the face.
     face = [entry.module for entry in entries if entry.caller.startswith("_middleware.")]
     assert face == ["_guard", "_events"]
     assert [entry for entry in entries if entry.module == "_middleware"] == entries[:1]
     # Each module is entered from one other, but `reminder`, whose values the counter builds
-    # and the messages render; and no module calls back into one above it.
+    # and the messages render, and `record`, which the counter advances and the guard notes
+    # what it asked in; and no module calls back into one above it.
     callers: dict[str, set[str]] = {}
     for entry in entries[1:]:
         callers.setdefault(entry.module, set()).add(entry.caller.rpartition(".")[0])
-    assert {module for module, above in callers.items() if len(above) > 1} == {"_reminder"}
-    # Each module is entered from one place, `reminder` from two: the counter builds the
-    # reminder (its arguments cut there too), the messages render it (its words and its tag).
-    assert len(entries) == len(modules) + 1
+    assert {module for module, above in callers.items() if len(above) > 1} == {
+        "_reminder",
+        "_record",
+    }
+    # Each module is entered from one place, `reminder` and `record` from two: the counter
+    # builds the reminder (its arguments cut there too), the messages render it (its words and
+    # its tag); the counter writes the turn's count, the guard that a system message was stored.
+    assert len(entries) == len(modules) + 2
     edges = {(caller, module) for module, above in callers.items() for caller in above}
     assert not {(module, caller) for caller, module in edges} & edges

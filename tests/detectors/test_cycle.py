@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import Call, RecordError, read_record
+from repeat_reminder_langchain._counter import Call
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.cycle import Cycle
+from repeat_reminder_langchain._record import RecordError, read_record
 
 from ..helpers import c, play
 

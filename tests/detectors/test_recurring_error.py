@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
-from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
+from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.recurring_error import CALLS, RecurringError
+from repeat_reminder_langchain._record import RecordError, read_record
 
 from ..helpers import c, play
 

@@ -6,9 +6,10 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._canonical import result_text
-from repeat_reminder_langchain._counter import CallTrace, Record, RecordError, read_record
+from repeat_reminder_langchain._counter import CallTrace
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.same_error import SameError
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 
 from ..helpers import c, count, play
 

@@ -6,9 +6,10 @@ import pytest
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._canonical import digest
-from repeat_reminder_langchain._counter import LoopCounter, RecordError, Turn, read_record
+from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.same_output import MIN_OUTPUT, OUTPUTS, SameOutput
+from repeat_reminder_langchain._record import RecordError, read_record
 
 from ..helpers import c, play
 

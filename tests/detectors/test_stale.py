@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._counter import LoopCounter, Record, Turn
+from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import STALE_MEMORY, Seen
 from repeat_reminder_langchain._detectors.stale import Stale
+from repeat_reminder_langchain._record import Record
 
 from ..helpers import c, count, play
 
