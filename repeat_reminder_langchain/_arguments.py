@@ -220,8 +220,5 @@ class ToolSchemas(dict[str, Reading]):
             args = read(call.args)
             if args is not call.args:
                 calls = calls or list(turn.calls)
-                calls[position] = _make(Call, (call.id, call.tool, args, call.result, call.failed))
+                calls[position] = Call(call.id, call.tool, args, call.result, call.failed)
         return turn if calls is None else turn._replace(calls=calls)
-
-
-_make = tuple.__new__  # a named tuple built without its Python-level constructor: every turn

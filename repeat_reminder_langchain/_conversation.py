@@ -127,7 +127,7 @@ def read_turn(
             spoke_before = spoke_before or is_user_message(item, not_user)
         if spoke_before and answered:
             break  # all there is to know
-    return _make(Turn, (turn, calls, answered, spoke_before, spoke_after, waiting))
+    return Turn(turn, calls, answered, spoke_before, spoke_after, waiting)
 
 
 def _calls(
@@ -164,15 +164,11 @@ def _calls(
         else:
             result, error = None, False
             waiting = waiting or call_id != ""  # without an id no result can be matched
-        calls.append(_make(Call, (call_id, tool_call["name"], tool_call["args"], result, error)))
+        calls.append(Call(call_id, tool_call["name"], tool_call["args"], result, error))
     calls.reverse()
     if message.invalid_tool_calls:
         calls += _invalid_calls(message, results)
     return calls, waiting
-
-
-# Named tuples built without their Python-level constructor: this runs on every turn.
-_make = tuple.__new__
 
 
 def _invalid_calls(message: AIMessage, results: Mapping[str, list[ToolMessage]]) -> list[Call]:
