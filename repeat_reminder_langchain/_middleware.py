@@ -41,8 +41,8 @@ __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 logger = logging.getLogger(LOGGER_NAME)
 
 
-def merge_records(kept: object, written: object) -> dict[str, Record]:
-    """The field's reducer: each instance writes its own entry, so several can in one step.
+class _Merge:
+    """The field's reducer, `merge_records`: each instance writes its own entry, several a step.
 
     It takes whatever a client writes (`update_state`) or a checkpoint holds, since it runs
     outside the guard's own error handling and a raise here would fail the thread. A value
@@ -51,28 +51,37 @@ def merge_records(kept: object, written: object) -> dict[str, Record]:
     dropped, so that instance counts the conversation again (since the user last spoke, as a
     conversation it sees for the first time); the others are kept. One log line says so.
     """
-    problems: list[str] = []
-    merged = _records(kept, "kept", problems)
-    if isinstance(written, Mapping):
-        records = _records(written, "written", problems)
-        for name in written.keys() - records.keys():
-            merged.pop(name, None)  # written as something else: that instance counts again
-        merged.update(records)
-    elif written is not None:
-        problems.append(
-            f"a {type(written).__name__} was written; every count is taken again from the "
-            "conversation"
-        )
-        merged = {}
-    if problems and _reported[0] != id(written):
-        # LangGraph may apply one write twice (again to route a conditional edge on it):
-        # the value written last is remembered, so that it is reported once.
-        _reported[0] = id(written)
-        logger.warning("repeat reminder state replaced: %s", "; ".join(problems))
-    return merged
+
+    __slots__ = ("_reported",)
+
+    def __init__(self) -> None:
+        # LangGraph may apply one write twice (again, to route a conditional edge on it): the
+        # value whose problems were logged last is held, so that they are logged once. Held,
+        # not its id: an id is reused once its value is freed, and a later write would go
+        # unreported.
+        self._reported: object = object()
+
+    def __call__(self, kept: object, written: object) -> dict[str, Record]:
+        problems: list[str] = []
+        merged = _records(kept, "kept", problems)
+        if isinstance(written, Mapping):
+            records = _records(written, "written", problems)
+            for name in written.keys() - records.keys():
+                merged.pop(name, None)  # written as something else: that instance counts again
+            merged.update(records)
+        elif written is not None:
+            problems.append(
+                f"a {type(written).__name__} was written; every count is taken again from the "
+                "conversation"
+            )
+            merged = {}
+        if problems and written is not self._reported:
+            self._reported = written
+            logger.warning("repeat reminder state replaced: %s", "; ".join(problems))
+        return merged
 
 
-_reported = [0]  # the id of the written value whose problems were logged last
+merge_records = _Merge()
 
 _AGENTS = 256  # sets of tools remembered (one per agent, most of the time)
 _TURNS = 1024  # model turns remembered with the tools of the agent that made them
@@ -94,14 +103,15 @@ def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]
 
 
 class DefaultName(str):
-    """An unnamed instance's name: its text, which says so when compared with its twin.
+    """An unnamed instance's name: its text, and an error when it meets its twin.
 
-    `create_agent` tells its middleware apart by putting their names in a set. Two unnamed
-    instances of one scope in one agent would keep their counts under one key, and LangChain
-    would refuse them only with "Please remove duplicate middleware instances.". Compared with
-    the same default name of another instance, this one raises a `ValueError` saying which to
-    name. Each instance holds its own, so an instance shared by several agents equals itself;
-    compared with a plain string it is that string.
+    Why an `__eq__` that raises: two unnamed instances of one scope in one agent would keep
+    their counts under one key. The only place they meet is `create_agent`, which puts its
+    middleware's names in a set before it builds the agent (two in two agents are fine, so
+    the constructor cannot tell); its own refusal there is an `AssertionError` saying only
+    "Please remove duplicate middleware instances.". The set compares the equal names, so
+    that comparison is the one place that can say which instance to name. An instance shared
+    by several agents equals itself; compared with a plain string it is that string.
     """
 
     __slots__ = ()

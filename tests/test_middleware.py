@@ -344,6 +344,21 @@ def test_the_fields_reducer_takes_any_value_on_either_side(
     assert middleware_module.merge_records(kept, written) == merged
 
 
+def test_each_bad_write_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    # One write applied twice (LangGraph routes on it) is one line; two writes are two, even
+    # when the second is made where the first was freed (the same id).
+    with caplog.at_level(logging.WARNING, logger="repeat_reminder_langchain"):
+        for _ in range(2):
+            written = {"ours": "garbage"}
+            middleware_module.merge_records({}, written)
+            middleware_module.merge_records({}, written)
+            del written
+    assert (
+        caplog.messages
+        == ["repeat reminder state replaced: written entries 'ours' are not records"] * 2
+    )
+
+
 def test_an_internal_failure_is_logged_and_the_agent_completes(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
