@@ -557,7 +557,7 @@ class CheckpointReader:
             total = len(selection.threads)
         else:
             store = self._open()
-            total = self._failing(lambda: store.count(selection))
+            total = _failing(store, lambda: store.count(selection))
         return total if selection.limit is None else min(total, selection.limit)
 
     def read(self) -> Generator[Conversation, None, None]:
@@ -583,7 +583,7 @@ class CheckpointReader:
                     read += 1
                     yield found
             if not self.visited and self.selection.namespace and not self.selection.threads:
-                self._failing(partial(self._check_namespace, store))
+                _failing(store, partial(self._check_namespace, store))
         finally:
             self.close()
 
@@ -609,24 +609,15 @@ class CheckpointReader:
             f"{', '.join(there) or 'none, it holds no checkpoint'}"
         )
 
-    def _failing(self, action: Callable[[], _T]) -> _T:
-        """`action()`, with a failure of the database as one line."""
-        store = self._store
-        assert store is not None
-        try:
-            return action()
-        except store.errors as error:
-            raise store.failure(error) from None
-
     def _listed(self, store: _Store) -> Iterator[tuple[str, str, str | None]]:
         selection = self.selection
         if not selection.threads:
             listing = store.threads(selection)
-            while (row := self._failing(lambda: next(listing, None))) is not None:
+            while (row := _failing(store, lambda: next(listing, None))) is not None:
                 yield row
             return
         for thread in selection.threads:
-            found = self._failing(partial(store.thread, selection, thread))
+            found = _failing(store, partial(store.thread, selection, thread))
             yield (thread, *found) if found is not None else (thread, selection.namespace, None)
 
     def _conversation(
@@ -645,7 +636,7 @@ class CheckpointReader:
             }
         }
         try:
-            found = self._failing(lambda: store.saver.get_tuple(config))
+            found = _failing(store, lambda: store.saver.get_tuple(config))
         except CheckpointerError:  # the database failed, not this thread
             raise
         except Exception as error:
@@ -659,7 +650,8 @@ class CheckpointReader:
         if found is None:  # deleted between the listing and the reading
             raise _BadThread(f"{where}: checkpoint {checkpoint} is gone")
         state = found.checkpoint
-        if self.selection.since is not None and not self._recent(state, where):
+        since = self.selection.since
+        if since is not None and not _recent(state, since, where):
             return None
         if self.selection.messages_key in (
             found.metadata.get("counters_since_delta_snapshot") or {}
@@ -672,16 +664,6 @@ class CheckpointReader:
         return Conversation(
             index, thread, self.source, messages, positions, "langchain", checkpoint
         )
-
-    def _recent(self, state: Mapping[str, Any], where: str) -> bool:
-        assert self.selection.since is not None
-        try:
-            written = parse_since(str(state["ts"]))
-        except (KeyError, ValueError):
-            raise _BadThread(
-                f"{where}: its checkpoint has no time (ts) to compare with --since"
-            ) from None
-        return written >= self.selection.since
 
     def _messages(
         self, values: Mapping[str, Any], where: str
@@ -720,3 +702,22 @@ class CheckpointReader:
             self.problems.append(problem)
             if self._warn is not None:
                 self._warn(problem)
+
+
+def _failing(store: _Store, action: Callable[[], _T]) -> _T:
+    """`action()` on `store`, with a failure of the database as one line."""
+    try:
+        return action()
+    except store.errors as error:
+        raise store.failure(error) from None
+
+
+def _recent(state: Mapping[str, Any], since: datetime, where: str) -> bool:
+    """Whether a thread's latest checkpoint was written at or after `since` (`--since`)."""
+    try:
+        written = parse_since(str(state["ts"]))
+    except (KeyError, ValueError):
+        raise _BadThread(
+            f"{where}: its checkpoint has no time (ts) to compare with --since"
+        ) from None
+    return written >= since
