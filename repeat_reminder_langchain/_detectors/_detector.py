@@ -181,7 +181,11 @@ def _compiled(memory: Any) -> tuple[Callable[[Mapping[str, Any]], Any], Callable
     """`start` and `keep` for a memory dataclass, written out field by field once.
 
     As `dataclasses` writes a class's `__init__`: a turn under every detector starts and keeps
-    five memories, and a loop over the fields costs more than the work itself.
+    five memories, and a loop over the fields costs more than the work itself. Measured on
+    0.5.0: the five started and kept in 2.6 µs written out, 5.3 µs by a loop over the fields
+    (4.2 passing them by position); the hooks benchmark's every-detector `before_model`, the
+    two alternated, least of 30 rounds: 21.3 µs a turn written out against 23.7 by the loop at
+    20 messages, 22.6 against 24.2 at 2,000.
     """
     if memory is None:
         return (lambda kept: None), (lambda made: None)
