@@ -6,6 +6,10 @@ works in 0.4: it is today's object, and the import warns with what to import ins
 (`LangChainDeprecationWarning`, a `DeprecationWarning` that langchain-core shows by default). A
 name that no longer exists raises `ImportError`, saying what replaced it and where the migration
 guide is. `MOVED` is the table the guide (docs/migration.md) prints.
+
+Each old module stays a file of its own (six lines calling `moved`), not one made on import by
+a finder here: a type checker and an editor find modules as files, and a program's old import
+is to pass its type check, as it runs, until the path is removed.
 """
 
 from __future__ import annotations
