@@ -218,6 +218,11 @@ class Lowered(BaseModel):
     name: Annotated[str, Field(max_length=5)]
 
 
+class Renamed(BaseModel):
+    path: str = "."
+    pattern: str = Field("", validation_alias="p")  # taken as "p" only
+
+
 _TEXT_ARGS = [
     {"pattern": "TODO"},
     {"pattern": "TODO", "path": "."},
@@ -227,11 +232,17 @@ _TEXT_ARGS = [
     {"path": "."},  # a required field missing: refused
     {"pattern": None},
     {},
+    # Refused beside a default given as it is: read as sent, the default with it.
+    {"pattern": 7, "path": "."},  # not text
+    {"pattern": None, "path": "."},  # None where the field takes none
+    {"pattern": "TODO", "path": ".", "glob": 7},  # not text where the field takes None
+    {"path": "a", "mode": "r", "more": 1},  # a key no field takes, where none is let in
+    {"p": "", "path": "."},  # the name a field is taken by
 ]
 
 
 @pytest.mark.parametrize(
-    "schema", [grep.tool_call_schema, Closed, Stripped, Lowered], ids=lambda s: s.__name__
+    "schema", [grep.tool_call_schema, Closed, Stripped, Lowered, Renamed], ids=lambda s: s.__name__
 )
 @pytest.mark.parametrize("args", [*_TEXT_ARGS, {"path": " a ", "mode": "r"}, {"name": "abcdefg"}])
 def test_a_tool_that_takes_text_reads_a_call_as_validating_it_would(
@@ -248,7 +259,7 @@ def test_a_tool_that_takes_text_reads_a_call_as_validating_it_would(
 def test_the_shortcut_serves_text_only_schemas() -> None:
     assert _arguments._texts(grep.tool_call_schema) is not None
     assert _arguments._texts(Closed) is not None
-    for other in (Stripped, Lowered, Search, read_file.tool_call_schema):
+    for other in (Stripped, Lowered, Search, Renamed, read_file.tool_call_schema):
         assert _arguments._texts(other) is None
 
 

@@ -380,6 +380,18 @@ def test_a_record_with_earlier_fields_beside_todays_memories_keeps_them_all() ->
     }
 
 
+def test_a_memory_of_a_detector_not_in_use_goes_on_being_kept_as_turns_are_counted() -> None:
+    # A thread that another build (or another configuration) also writes to: its memories stay
+    # for it, whatever this guard's own detectors remember and forget turn by turn.
+    config = ReminderConfig(thresholds=[3], detect=["repeat", "same_error"], profile="seed")
+    later: Any = {"detectors": {"later": [1]}}
+    failed: Any = count(later, "t", [c("a", result="Error: no", failed=True)], config).record
+    assert failed["detectors"]["later"] == [1]
+    assert failed["detectors"]["same_error"]["failures"] == 1
+    succeeded: Any = count(failed, "u", [c("b", result="fine")], config).record
+    assert succeeded["detectors"] == later["detectors"]
+
+
 def test_a_stored_mapping_of_another_kind_is_read_and_anything_else_rejected() -> None:
     from types import MappingProxyType
 
@@ -468,3 +480,11 @@ def test_a_failure_the_pattern_marks_is_no_output_for_same_output() -> None:
         ]
         == []
     )
+
+
+def test_a_detector_with_nothing_to_remember_yet_leaves_the_later_ones_their_count() -> None:
+    # same_error remembers nothing until a call fails; the detectors after it in precedence
+    # still count each call that succeeds (here stale: one call returning one result again).
+    config = ReminderConfig(detect=["repeat", "same_error", "stale"], stale_thresholds=[2])
+    turns = [[c(result="r")], [c(tool="other", result="o")], [c(result="r")]]
+    assert play(turns, config)[1] == [("stale", "gentle", "probe", 2)]

@@ -240,6 +240,7 @@ class Finisher(LoopModel):
 
     deaf: bool = False
     then: dict[str, Any] | None = None  # deaf, with these arguments: another call than the loop's
+    then_tool: str = "probe"  # the tool that call is to
     given: list[Any] = Field(default_factory=list)
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
@@ -249,7 +250,7 @@ class Finisher(LoopModel):
         self.given.append(kwargs.get("tools"))
         asked = from_guard(messages[-1]) and (tag_of(messages[-1]) or {})["level"] == "escalated"
         if asked and self.then is not None:
-            reply = turn(call("probe", self.then, f"call_{len(messages)}"))
+            reply = turn(call(self.then_tool, self.then, f"call_{len(messages)}"))
             return ChatResult(generations=[ChatGeneration(message=reply)])
         if asked and not self.deaf:
             reply = AIMessage("probe keeps saying the same: here is what I have.")
@@ -273,6 +274,21 @@ def test_finish_asks_for_the_answer_and_the_answer_ends_the_run(guarded: Make) -
     assert str(asked.content).startswith("Reply to the user with the latest result of `probe`")
     assert str(asked.content).endswith('unknown: "probed same"')
     assert agent.stats.snapshot()["escalations"] == {"probe": {"repeat": 1}}
+
+
+def test_finish_asks_in_a_user_turn_where_reminders_are_user_turns(guarded: Make) -> None:
+    # message_type="human": for a model that takes no system message mid-conversation, the
+    # request for the answer comes in the one form every reminder of the guard takes.
+    agent = guarded(Finisher(), message_type="human", **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    asked = messages[-2]
+    assert isinstance(asked, HumanMessage) and is_reminder(asked)
+    assert (tag_of(asked) or {})["level"] == "escalated"
+    assert str(asked.content).startswith("<system-reminder>\nReply to the user with")
+    assert not any(m.type == "system" for m in messages)
+    assert messages[-1].content == "probe keeps saying the same: here is what I have."
 
 
 def test_finish_withholds_the_tools_from_the_models_last_call() -> None:
@@ -319,6 +335,44 @@ def test_a_different_call_after_the_request_ends_the_run_in_the_name_of_the_loop
     assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 4, asked["digest"])
     assert "the same call with the same arguments 4 times" in str(messages[-1].content)
     assert "probe × 4" in caplog.records[-1].getMessage()
+
+
+def test_the_loops_call_after_the_request_counts_on_as_its_tools_policy_keys_it(
+    guarded: Make,
+) -> None:
+    # The tool declares a nonce an argument of no account: the call made after the request,
+    # a new nonce and nothing else new, is the loop's call again, and the run ends at the count
+    # it took the loop to, as the stop of any other repeat would say.
+    @tool
+    def probe(q: str = "", nonce: str = "") -> str:
+        """Look something up."""
+        return f"probed {q}"
+
+    probe.metadata = {"repeat_reminder": {"ignore_arguments": ["nonce"]}}
+    agent = guarded(Finisher(then={"q": "same", "nonce": "late"}), tools=[probe], **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    asked = tag_of(messages[-4]) or {}
+    assert (asked["level"], asked["count"]) == ("escalated", 4)
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 5, asked["digest"])
+    assert "the same call with the same arguments 5 times" in str(messages[-1].content)
+
+
+def test_a_call_to_an_untracked_tool_after_the_request_ends_the_run_in_the_name_of_the_loop(
+    guarded: Make,
+) -> None:
+    # A tool the guard does not count (`exclude`) is no way out of the request either.
+    model = Finisher(then={"q": "look"}, then_tool="other")
+    messages = guarded(model, exclude=["other"], **FINISH).invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    asked = tag_of(messages[-4]) or {}
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 4, asked["digest"])
 
 
 def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:

@@ -14,6 +14,7 @@ from langchain_core.messages import (
     messages_from_dict,
     messages_to_dict,
 )
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
@@ -314,6 +315,44 @@ def test_a_history_handed_in_counts_as_if_the_guard_had_watched_it(guarded: Make
     restarted = [*handed_in(4), HumanMessage("try once more"), *handed_in(2)[1:]]
     agent = guarded(scripted(repeat("probe", SAME, 1)))
     assert reminders(agent.invoke({"messages": restarted})) == [("gentle", "probe", 3)]
+
+
+@pytest.mark.parametrize(
+    "face",
+    [
+        "handler",
+        "state",
+        pytest.param(
+            "middleware",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the middleware learns its tools from the model's requests, the first of "
+                "which comes after the history is counted: the tool's own policy (ignore_arguments"
+                ") is not applied to the turns handed in, and their streak breaks",
+            ),
+        ),
+    ],
+)
+def test_a_history_handed_in_is_read_as_the_guard_reads_a_turn(face: str) -> None:
+    # A nonce the tool declares of no account, and a harness's note in the user's role that
+    # `not_user` says is not the user: neither breaks the count of the calls handed in.
+    @tool
+    def probe(q: str = "", nonce: str = "") -> str:
+        """Look something up."""
+        return f"probed {q}"
+
+    probe.metadata = {"repeat_reminder": {"ignore_arguments": ["nonce"]}}
+    history: list[Any] = [HumanMessage("go")]
+    for number in range(4):
+        made = turn(call("probe", {"q": "same", "nonce": str(number)}))
+        history += [made, ToolMessage("probed same", tool_call_id=made.tool_calls[0]["id"])]
+        history += [HumanMessage("[harness] step done")] if number == 1 else []
+    model = scripted([turn(call("probe", {"q": "same", "nonce": "4"}))])
+    agent = build(face, model, tools=[probe], not_user=r"^\[harness\]")
+    messages = agent.invoke({"messages": history})
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("detailed", "probe", 5)]
 
 
 def test_escalation_holds_for_a_history_handed_in(guarded: Make) -> None:

@@ -159,6 +159,9 @@ def test_a_removed_name_says_in_a_sentence_what_replaced_it_and_where_the_guide_
         "repeat-reminder-langchain 0.4.0: the guard now writes all the reminders of a turn as "
         f"one message. See the migration guide: {where}"
     )
+    with pytest.raises(ImportError) as raised:
+        exec(f"from {_path('steps')} import act", {})
+    assert raised.value.name == "repeat_reminder_langchain.steps"  # the module, as Python names it
     assert _removed("steps", "act") == (
         "`repeat_reminder_langchain.steps.act` was removed in repeat-reminder-langchain 0.4.0: "
         f"it has no replacement. See the migration guide: {where}"
@@ -214,6 +217,12 @@ def test_a_name_0_2_0_did_not_have_is_still_no_attribute() -> None:
 
     assert not hasattr(config, "Chain")
     assert not hasattr(package, "Chain")
+    # Python's own words, as for any module: what a user's `getattr` or traceback shows.
+    with pytest.raises(AttributeError) as missing:
+        config.Chain  # noqa: B018 - the attribute read is the test
+    assert (
+        str(missing.value) == "module 'repeat_reminder_langchain.config' has no attribute 'Chain'"
+    )
     with pytest.raises(ImportError, match="cannot import name 'Chain'"):
         exec("from repeat_reminder_langchain.tooling.demo import Chain", {})
 
