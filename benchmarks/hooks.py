@@ -51,10 +51,10 @@ from repeat_reminder_langchain import (
     _middleware,
 )
 from repeat_reminder_langchain._arguments import ToolSchemas
+from repeat_reminder_langchain._conversation import SOURCE
 from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._guard import Guard, StateStore
 from repeat_reminder_langchain._messages import reminder_message
-from repeat_reminder_langchain._reminder import SOURCE
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
 from .floor import FloorMiddleware

@@ -16,7 +16,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderMiddleware,
     RepeatToolReminderNode,
 )
-from repeat_reminder_langchain._reminder import SOURCE
+from repeat_reminder_langchain._conversation import SOURCE
 
 from .fixtures import agent_graph, ask, middleware_agent, script
 from .measure import Row

@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._canonical import canonicalize
 from ._config import BOOKKEEPING_TOOLS, TOOL_ERRORS, ConfigError, ReminderConfig, ReminderFields
+from ._conversation import from_guard
 from ._escalation import RepeatToolLoopError
+from ._log import RepeatToolReminderWarning
 from ._normalise import normalise_result
-from ._reminder import Escalation, Reminder, RepeatToolReminderWarning, from_guard
+from ._reminder import Escalation, Reminder
 
 if TYPE_CHECKING:
     from ._callbacks import RepeatToolReminderCallbackHandler

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel
 
 from ._counter import Call, Turn
-from ._reminder import LOGGER_NAME
+from ._log import LOGGER_NAME
 
 __all__ = ["ToolSchemas", "reading"]
 

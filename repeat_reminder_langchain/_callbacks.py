@@ -28,11 +28,12 @@ from langchain_core.runnables import RunnableConfig
 from typing_extensions import Unpack
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
+from ._conversation import is_reminder
 from ._counter import Turn
 from ._events import report
 from ._guard import Guard, instance_name
+from ._log import LOGGER_NAME, warn
 from ._record import Record
-from ._reminder import LOGGER_NAME, is_reminder, warn
 from ._wiring import Misplaced, refuse_block
 
 if TYPE_CHECKING:

@@ -34,9 +34,10 @@ from ._checks import (
 from ._detectors import DETECTORS
 from ._exits import ExitBehavior
 from ._files import Beside
+from ._log import warn
 from ._normalise import Normalise, normaliser, with_patterns
 from ._policy import Rules, ToolPolicy, compile_paths
-from ._reminder import sample_words, warn, word_fields
+from ._reminder import sample_words, word_fields
 from ._settings_file import read_settings, settings_text
 
 __all__ = [

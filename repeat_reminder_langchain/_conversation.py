@@ -2,6 +2,8 @@
 
 One function, `read_turn`, reads the end of the conversation once, back to the latest model
 turn with tool calls and on to the turn before it, so the cost does not grow with the history.
+The guard's own messages are told apart here too (`tag_of`, `from_guard`, `is_reminder`): by
+the tag it writes on each.
 """
 
 from __future__ import annotations
@@ -14,17 +16,64 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ._counter import NOTHING, Call, Turn
-from ._reminder import tag_of
 
 __all__ = [
+    "SOURCE",
     "NotUser",
     "asked_to_answer",
+    "from_guard",
+    "is_reminder",
     "is_user_message",
     "read_messages",
     "read_state",
     "read_turn",
+    "tag_of",
     "user_test",
 ]
+
+SOURCE = "repeat_tool_reminder"
+"""The `name`, `additional_kwargs["lc_source"]` and tag key of every message of the guard,
+and the name of its custom events."""
+
+
+def tag_of(message: object) -> Mapping[str, object] | None:
+    """The guard's tag on `message`, or None when the guard did not write it."""
+    tags = getattr(message, "additional_kwargs", None)
+    if not isinstance(tags, Mapping) or tags.get("lc_source") != SOURCE:
+        return None
+    tag = tags.get(SOURCE)
+    return tag if isinstance(tag, Mapping) else None
+
+
+def from_guard(message: object) -> bool:
+    """Whether the guard wrote `message`: a reminder, or what it wrote when it stopped a loop.
+
+    That is its reminders (a tagged system or user message; the request for the model's
+    answer of `exit_behavior="finish"` among them), the final `AIMessage` of a run it ended
+    (`"end"`), which is not the model's answer, and the error result of a call it refused
+    (`"block"`, or after `"finish"` withheld the tools). A program that reads a finished
+    conversation for the model's last word skips these.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage
+        >>> from_guard(AIMessage("The answer is 4."))
+        False
+
+    """
+    return tag_of(message) is not None
+
+
+def is_reminder(message: object) -> bool:
+    """Whether `message` is one of the guard's reminders (a tagged system or human message).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> is_reminder(HumanMessage("hello"))
+        False
+
+    """
+    return getattr(message, "type", None) in ("system", "human") and tag_of(message) is not None
+
 
 NotUser = Callable[[HumanMessage], bool]
 """A test of a user-role message: whether it is not the user speaking (`user_test`)."""

@@ -18,8 +18,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
 from ._config import ReminderConfig
+from ._conversation import SOURCE
 from ._counter import Count
-from ._reminder import LOGGER_NAME, SOURCE, Escalation, Reminder
+from ._log import LOGGER_NAME
+from ._reminder import Escalation, Reminder
 from ._stats import Stats
 
 __all__ = [

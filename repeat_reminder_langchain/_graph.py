@@ -18,12 +18,13 @@ from typing_extensions import Unpack
 
 from ._callbacks import RepeatToolReminderCallbackHandler
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._conversation import asked_to_answer, read_messages, read_state
+from ._conversation import SOURCE, asked_to_answer, from_guard, read_messages, read_state
 from ._events import report
 from ._guard import Guard, Records, StateStore, instance_name, thread_of
+from ._log import LOGGER_NAME, RepeatToolReminderWarning, warn
 from ._messages import blocked_result, no_tool_choice
 from ._record import Record
-from ._reminder import LOGGER_NAME, SOURCE, Escalation, RepeatToolReminderWarning, from_guard, warn
+from ._reminder import Escalation
 from ._wiring import refuse_block
 
 if TYPE_CHECKING:

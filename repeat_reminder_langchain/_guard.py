@@ -34,11 +34,12 @@ from ._counter import NOTHING, Count, LoopCounter, Turn
 from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import END, EXITS, Exit
+from ._log import LOGGER_NAME, warn
 from ._messages import escalation_message, finish_message, handover, recap, reminder_message
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._record import Record, RecordError, asking_answer, noting_system, read_record
-from ._reminder import LOGGER_NAME, Escalation, Words, warn
+from ._reminder import Escalation, Words
 from ._stats import Stats
 
 if TYPE_CHECKING:

@@ -21,22 +21,9 @@ from langchain_core.runnables.configurable import DynamicRunnable
 
 from ._canonical import canonicalize, result_text
 from ._config import ReminderConfig
-from ._conversation import is_user_message
+from ._conversation import SOURCE, from_guard, is_reminder, is_user_message, tag_of
 from ._exits import EXITS
-from ._reminder import (
-    SOURCE,
-    Escalation,
-    Recap,
-    Reminder,
-    ReminderTag,
-    Words,
-    from_guard,
-    is_reminder,
-    preview,
-    said,
-    tag_of,
-    wrap,
-)
+from ._reminder import Escalation, Recap, Reminder, ReminderTag, Words, preview, said
 
 __all__ = [
     "as_user_turn",
@@ -52,6 +39,11 @@ __all__ = [
     "shown_once",
     "stop_reason",
 ]
+
+
+def wrap(text: str) -> str:
+    """The text inside `<system-reminder>` tags, for reminders sent as a user turn."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
 
 
 def _new_id() -> str:

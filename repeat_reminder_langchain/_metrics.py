@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from . import __version__
 from ._counter import Count
 from ._install import install_hint
-from ._reminder import LOGGER_NAME
+from ._log import LOGGER_NAME
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation

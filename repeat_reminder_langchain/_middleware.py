@@ -25,12 +25,13 @@ from langgraph.typing import ContextT
 from typing_extensions import Unpack, override
 
 from ._config import ReminderConfig, ReminderFields, resolve_config
+from ._conversation import SOURCE
 from ._events import Dispatch, report
 from ._guard import NO_TOOLS, Guard, StateStore, Step, Tools, instance_name
+from ._log import LOGGER_NAME, RepeatToolReminderWarning
 from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
 from ._record import Record, asked_to_end
-from ._reminder import LOGGER_NAME, SOURCE, RepeatToolReminderWarning
 from ._wiring import Misplaced
 
 if TYPE_CHECKING:

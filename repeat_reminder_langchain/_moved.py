@@ -81,7 +81,7 @@ _DETECTORS = (
 # Each of 0.2.0's public modules (relative to the package; "" is the package) and what became
 # of every name of its `__all__`.
 MOVED: dict[str, dict[str, Now]] = {
-    "": _at("_reminder", "is_reminder", instead=_FROM_GUARD),
+    "": _at("_conversation", "is_reminder", instead=_FROM_GUARD),
     "callbacks": _at("", "RepeatToolReminderCallbackHandler"),
     "canonical": {**_at("", "canonicalize"), **_at("_canonical", "digest")},
     "config": {
@@ -135,13 +135,15 @@ MOVED: dict[str, dict[str, Now]] = {
     "prebuilt": _at("", "RepeatToolReminderAgentState"),
     "reminder": {
         **_at("", "Escalation", "Reminder"),
-        **_at("_reminder", "is_reminder", instead=_FROM_GUARD),
+        **_at("_conversation", "is_reminder", instead=_FROM_GUARD),
         **_at(
-            "_reminder",
+            "_log",
             "LOGGER_NAME",
             instead='use the logger name `"repeat_reminder_langchain"` instead',
         ),
-        **_at("_reminder", "SOURCE", "Level", "ReminderTag", "preview", "wrap"),
+        **_at("_reminder", "Level", "ReminderTag", "preview"),
+        **_at("_conversation", "SOURCE"),
+        **_at("_messages", "wrap"),
         **_at("_exits", "ExitBehavior"),
         **_gone("DETECTORS", "Detector", instead=_DETECTORS),
     },

@@ -24,7 +24,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 
-from ._reminder import LOGGER_NAME
+from ._log import LOGGER_NAME
 
 __all__ = ["Normalise", "normalise_result", "normaliser", "with_patterns"]
 

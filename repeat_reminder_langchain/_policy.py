@@ -30,8 +30,9 @@ from ._checks import (
     compile_patterns,
     validation_problems,
 )
+from ._log import LOGGER_NAME
 from ._normalise import Normalise, normalise_result
-from ._reminder import LOGGER_NAME, Level
+from ._reminder import Level
 
 __all__ = ["POLICY_KEY", "Levels", "Rules", "ToolPolicies", "ToolPolicy", "parse_tool_policy"]
 

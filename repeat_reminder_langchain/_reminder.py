@@ -2,103 +2,31 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
-import sys
-import sysconfig
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from types import FrameType
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, cast
 
 from ._detectors import DETECTORS
 from ._exits import EXITS, Exit, ExitBehavior
+from ._log import LOGGER_NAME
 
 __all__ = [
-    "LOGGER_NAME",
-    "SOURCE",
     "Escalation",
     "Level",
     "Recap",
     "Reminder",
     "ReminderTag",
-    "RepeatToolReminderWarning",
     "Words",
     "WordsOf",
-    "from_guard",
-    "is_reminder",
     "preview",
     "said",
     "sample_words",
-    "warn",
     "word_fields",
-    "wrap",
 ]
 
-SOURCE = "repeat_tool_reminder"
-"""The `name`, `additional_kwargs["lc_source"]` and tag key of every message of the guard,
-and the name of its custom events."""
-
-LOGGER_NAME = "repeat_reminder_langchain"
-
 logger = logging.getLogger(LOGGER_NAME)
-
-
-class RepeatToolReminderWarning(RuntimeWarning):
-    """The guard is set up or wired so that part of it cannot do its work.
-
-    Its reminders reach no model (no node after the tools node), its node runs before the
-    results it counts, outside its handler's sight, or on a state without its field; it would
-    ask a human with no checkpointer to resume from; or words are set for a detector that is
-    not in `detect`. Each is said once per guard, as this warning, pointing at the user's line
-    that built the guard or ran the graph where it is on the stack; `-W error::...` or
-    `warnings.simplefilter("error", RepeatToolReminderWarning)` turns it into an error, and
-    `logging.captureWarnings(True)` sends it to the log.
-    """
-
-
-def warn(message: str) -> None:
-    """Say that the guard is set up so that it cannot do part of its work.
-
-    As a Python warning, which is what a mistake the user can fix calls for: it shows with
-    logging unconfigured, points at the user's line where that is on the stack, and can be
-    made an error.
-    """
-    warnings.warn(message, RepeatToolReminderWarning, stacklevel=_outside(sys._getframe(1)))
-
-
-def _folders(*packages: str) -> tuple[str, ...]:
-    """Where the packages' modules are (each folder, with a trailing separator)."""
-    found = []
-    for package in packages:
-        spec = importlib.util.find_spec(package)
-        found += [folder + os.sep for folder in (spec and spec.submodule_search_locations) or ()]
-    return tuple(found)
-
-
-# Where the user's code is not: this package; the libraries that build and run a guard, and
-# Python's own. (Found by name, not imported: the core imports nothing of LangChain.)
-_OURS = _folders("repeat_reminder_langchain")
-_LIBRARIES = (
-    *_folders("langchain_core", "langgraph", "langchain", "pydantic"),
-    sysconfig.get_paths()["stdlib"] + os.sep,
-)
-
-
-def _outside(frame: FrameType | None) -> int:
-    """The `stacklevel` of the first frame outside these, or outside this package at least."""
-    level, fallback = 2, None  # level 2: warn's caller
-    while frame is not None:
-        where = frame.f_code.co_filename
-        if not where.startswith(_OURS):
-            if not where.startswith(_LIBRARIES):
-                return level
-            fallback = fallback or level
-        frame, level = frame.f_back, level + 1
-    return fallback or 2
 
 
 Level = Literal["gentle", "detailed"]
@@ -496,47 +424,3 @@ def preview(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\u2026 (+{len(text) - limit} more chars)"
-
-
-def wrap(text: str) -> str:
-    """The text inside `<system-reminder>` tags, for reminders sent as a user turn."""
-    return f"<system-reminder>\n{text}\n</system-reminder>"
-
-
-def tag_of(message: object) -> Mapping[str, object] | None:
-    """The guard's tag on `message`, or None when the guard did not write it."""
-    tags = getattr(message, "additional_kwargs", None)
-    if not isinstance(tags, Mapping) or tags.get("lc_source") != SOURCE:
-        return None
-    tag = tags.get(SOURCE)
-    return tag if isinstance(tag, Mapping) else None
-
-
-def from_guard(message: object) -> bool:
-    """Whether the guard wrote `message`: a reminder, or what it wrote when it stopped a loop.
-
-    That is its reminders (a tagged system or user message; the request for the model's
-    answer of `exit_behavior="finish"` among them), the final `AIMessage` of a run it ended
-    (`"end"`), which is not the model's answer, and the error result of a call it refused
-    (`"block"`, or after `"finish"` withheld the tools). A program that reads a finished
-    conversation for the model's last word skips these.
-
-    Example:
-        >>> from langchain_core.messages import AIMessage
-        >>> from_guard(AIMessage("The answer is 4."))
-        False
-
-    """
-    return tag_of(message) is not None
-
-
-def is_reminder(message: object) -> bool:
-    """Whether `message` is one of the guard's reminders (a tagged system or human message).
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> is_reminder(HumanMessage("hello"))
-        False
-
-    """
-    return getattr(message, "type", None) in ("system", "human") and tag_of(message) is not None

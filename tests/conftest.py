@@ -73,9 +73,9 @@ if hasattr(_shared_executor, "cache_clear"):
 # function through its trampoline: frames that a warning looks past to find the user's line, as
 # it looks past LangChain's.
 if "mutmut" in sys.modules:
-    from repeat_reminder_langchain import _reminder
+    from repeat_reminder_langchain import _log
 
-    _reminder._LIBRARIES += _reminder._folders("mutmut")
+    _log._LIBRARIES += _log._folders("mutmut")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -36,9 +36,9 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     prepare_messages,
 )
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._counter import Call, CallTrace, Count, LoopCounter, Turn
 from repeat_reminder_langchain._record import Record, read_record
-from repeat_reminder_langchain._reminder import is_reminder
 from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from langchain_core.messages import (
 from repeat_reminder_langchain import Reminder, ReminderConfig
 from repeat_reminder_langchain._canonical import canonicalize, digest
 from repeat_reminder_langchain._conversation import (
+    is_reminder,
     is_user_message,
     read_messages,
     read_state,
@@ -602,3 +604,24 @@ def test_not_user_may_read_the_message_itself_when_it_says_it_takes_one() -> Non
     messages = [turn(call("probe", None, "a")), result("a"), graded]
     messages += [turn(call("probe", None, "b")), result("b")]
     assert kept(messages, record, config=ReminderConfig(not_user=by_marker))["count"] == 2
+
+
+# -- the guard's own messages ---------------------------------------------------------------
+
+
+def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
+    tag = {"lc_source": "repeat_tool_reminder", "repeat_tool_reminder": {"level": "gentle"}}
+    assert not is_reminder(HumanMessage("hi"))
+    assert not is_reminder(SystemMessage("sys", name="repeat_tool_reminder"))
+    assert not is_reminder(
+        HumanMessage("x", additional_kwargs={"lc_source": "repeat_tool_reminder"})
+    )
+    assert not is_reminder(AIMessage("x", additional_kwargs=tag))
+    # Both marks are needed, and the tag must be one.
+    assert not is_reminder(HumanMessage("x", additional_kwargs={"repeat_tool_reminder": tag}))
+    assert not is_reminder(
+        HumanMessage("x", additional_kwargs={**tag, "repeat_tool_reminder": "gentle"})
+    )
+    assert not is_reminder(SimpleNamespace(type="human"))  # message-like, without tags
+    assert not is_reminder("a string")
+    assert not is_reminder(None)

@@ -24,7 +24,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware, stop_reason
-from repeat_reminder_langchain._reminder import is_reminder
+from repeat_reminder_langchain._conversation import is_reminder
 
 from .helpers import ask, assert_adjacent, call, probe, reminders, repeat, scripted, turn
 

@@ -22,9 +22,10 @@ from repeat_reminder_langchain import (
     from_guard,
     stop_reason,
 )
+from repeat_reminder_langchain._conversation import is_reminder, tag_of
 from repeat_reminder_langchain._graph import _ran_anyway
 from repeat_reminder_langchain._messages import blocked_result, finish_message
-from repeat_reminder_langchain._reminder import Escalation, is_reminder, tag_of
+from repeat_reminder_langchain._reminder import Escalation
 
 from .conftest import Guarded, build
 from .helpers import (

@@ -33,10 +33,10 @@ from repeat_reminder_langchain import (
     stop_reason,
 )
 from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._conversation import is_reminder, tag_of
 from repeat_reminder_langchain._escalation import interrupt_request
 from repeat_reminder_langchain._events import ESCALATION_EVENT
 from repeat_reminder_langchain._messages import finish_message
-from repeat_reminder_langchain._reminder import is_reminder, tag_of
 
 from .conftest import Guarded, build
 from .helpers import (

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
 from repeat_reminder_langchain import ReminderConfig
-from repeat_reminder_langchain._reminder import is_reminder
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain.tooling.audit import audit
 
 from .conftest import Guarded, build

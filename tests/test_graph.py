@@ -24,8 +24,9 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._messages import escalation_message, reminder_message
-from repeat_reminder_langchain._reminder import Escalation, Reminder, is_reminder
+from repeat_reminder_langchain._reminder import Escalation, Reminder
 
 from .conftest import Guarded, build
 from .helpers import (

@@ -12,10 +12,11 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._escalation import interrupt_request, read_answer
 from repeat_reminder_langchain._guard import StateStore
 from repeat_reminder_langchain._record import Record
-from repeat_reminder_langchain._reminder import Escalation, is_reminder
+from repeat_reminder_langchain._reminder import Escalation
 
 from .conftest import Guarded, build
 from .helpers import LoopModel, ask, assert_adjacent, repeat, scripted

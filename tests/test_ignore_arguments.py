@@ -11,8 +11,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._policy import Rules
-from repeat_reminder_langchain._reminder import is_reminder
 
 from .conftest import Guarded
 from .helpers import ask, call, reminders, scripted, turn

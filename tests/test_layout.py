@@ -50,6 +50,7 @@ ROOMS = {
         "_exits",
         "_policy",
         "_reminder",
+        "_log",
     },
     "translation": {"_conversation", "_messages", "replay"},
     "reporting": {"_events", "_metrics", "_stats"},

@@ -23,6 +23,7 @@ from repeat_reminder_langchain import (
     stop_reason,
 )
 from repeat_reminder_langchain._canonical import digest
+from repeat_reminder_langchain._conversation import is_reminder, tag_of
 from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._messages import (
     as_user_turn,
@@ -33,8 +34,9 @@ from repeat_reminder_langchain._messages import (
     recap,
     reminder_message,
     shown_once,
+    wrap,
 )
-from repeat_reminder_langchain._reminder import Recap, is_reminder, tag_of, wrap
+from repeat_reminder_langchain._reminder import Recap
 
 from .helpers import ScriptedModel, assert_adjacent, call, scripted, turn
 

@@ -36,8 +36,8 @@ from repeat_reminder_langchain import (
     RepeatToolReminderNode,
     RepeatToolReminderState,
 )
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._messages import reminder_message
-from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import (
     LoopModel,

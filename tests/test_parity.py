@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 
 from repeat_reminder_langchain import RepeatToolReminderCallbackHandler
-from repeat_reminder_langchain._reminder import is_reminder
+from repeat_reminder_langchain._conversation import is_reminder
 
 from .helpers import (
     agent_graph,

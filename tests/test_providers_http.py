@@ -41,8 +41,8 @@ from repeat_reminder_langchain import (
     prepare_messages,
     stop_reason,
 )
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._messages import no_tool_choice
-from repeat_reminder_langchain._reminder import is_reminder
 
 from .helpers import ask, assert_adjacent, probe, reminders, routed_graph
 from .provider_server import ProviderServer, Script

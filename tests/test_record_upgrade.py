@@ -13,7 +13,7 @@ from langchain.agents import create_agent
 from langchain_core.tools import tool
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
-from repeat_reminder_langchain._reminder import is_reminder
+from repeat_reminder_langchain._conversation import is_reminder
 
 from .helpers import assert_adjacent, call, reminders, scripted, turn
 

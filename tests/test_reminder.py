@@ -1,14 +1,13 @@
-"""Reminder texts and tags: what the model reads, and how the guard's messages are marked."""
+"""Reminder texts and tags: what the model reads, and what marks it."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from repeat_reminder_langchain import Escalation, Reminder
-from repeat_reminder_langchain._messages import reminder_message
-from repeat_reminder_langchain._reminder import is_reminder, preview, wrap
+from repeat_reminder_langchain._conversation import is_reminder
+from repeat_reminder_langchain._messages import reminder_message, wrap
+from repeat_reminder_langchain._reminder import preview
 
 
 def test_the_gentle_text_asks_to_read_the_result_and_change_course() -> None:
@@ -75,24 +74,6 @@ def test_reminder_messages_are_tagged_system_or_wrapped_human_messages() -> None
         assert message.id is not None and message.id.startswith("repeat_tool_reminder-")
         assert is_reminder(message)
     assert system.id != reminder_message(reminder).id
-
-
-def test_is_reminder_is_true_only_for_the_guards_messages() -> None:
-    tag = {"lc_source": "repeat_tool_reminder", "repeat_tool_reminder": {"level": "gentle"}}
-    assert not is_reminder(HumanMessage("hi"))
-    assert not is_reminder(SystemMessage("sys", name="repeat_tool_reminder"))
-    assert not is_reminder(
-        HumanMessage("x", additional_kwargs={"lc_source": "repeat_tool_reminder"})
-    )
-    assert not is_reminder(AIMessage("x", additional_kwargs=tag))
-    # Both marks are needed, and the tag must be one.
-    assert not is_reminder(HumanMessage("x", additional_kwargs={"repeat_tool_reminder": tag}))
-    assert not is_reminder(
-        HumanMessage("x", additional_kwargs={**tag, "repeat_tool_reminder": "gentle"})
-    )
-    assert not is_reminder(SimpleNamespace(type="human"))  # message-like, without tags
-    assert not is_reminder("a string")
-    assert not is_reminder(None)
 
 
 def test_an_escalation_is_read_back_from_its_tag_and_nothing_else_is() -> None:

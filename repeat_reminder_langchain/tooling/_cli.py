@@ -34,7 +34,7 @@ from .._checks import did_you_mean
 from .._config import ConfigError, ReminderConfig, file_text, short_forms
 from .._detectors import DETECTORS
 from .._files import Beside, same_file
-from .._reminder import LOGGER_NAME
+from .._log import LOGGER_NAME
 from .._settings_file import settings_text
 
 __all__ = ["main"]

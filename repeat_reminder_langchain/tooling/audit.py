@@ -29,9 +29,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from .._canonical import canonicalize, result_text
 from .._config import BOOKKEEPING_TOOLS, ReminderConfig
+from .._conversation import is_reminder
 from .._detectors import DETECTORS
 from .._policy import ToolPolicy
-from .._reminder import is_reminder, preview
+from .._reminder import preview
 from ..replay import Call, CallTrace, Replayed, replay
 from ._findings import (
     Audit,

@@ -36,11 +36,11 @@ from langgraph.types import Command
 
 from .._callbacks import RepeatToolReminderCallbackHandler
 from .._config import ReminderConfig
+from .._conversation import SOURCE, is_reminder, tag_of
 from .._escalation import RepeatToolLoopError
 from .._exits import EXITS
 from .._graph import RepeatToolReminderNode
 from .._moved import moved as _moved
-from .._reminder import SOURCE, is_reminder, tag_of
 from .._stats import StatsSnapshot
 from ._tables import plural
 

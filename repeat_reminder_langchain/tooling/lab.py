@@ -43,9 +43,9 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from .._config import ReminderConfig
+from .._conversation import from_guard, tag_of
 from .._escalation import RepeatToolLoopError
 from .._middleware import RepeatToolReminderMiddleware
-from .._reminder import from_guard, tag_of
 from ..replay import replay
 
 __all__ = [

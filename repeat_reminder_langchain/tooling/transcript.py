@@ -10,10 +10,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from .._canonical import canonicalize
 from .._config import ReminderConfig
+from .._conversation import SOURCE, is_reminder, tag_of
 from .._messages import keeps_system_messages
 from .._moved import moved as _moved
 from .._policy import ToolPolicy
-from .._reminder import SOURCE, is_reminder, tag_of
 from ..replay import replay as _replay
 
 __all__ = [

@@ -14,8 +14,8 @@ from langchain_core.tools import ToolException, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from repeat_reminder_langchain import BOOKKEEPING_TOOLS, ConfigError, ReminderConfig
+from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._detectors import DETECTORS
-from repeat_reminder_langchain._reminder import is_reminder
 
 from ..conftest import Guarded, build
 from ..helpers import ask, call, other, probe, scripted, turn

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from repeat_reminder_langchain import ReminderConfig, from_guard
-from repeat_reminder_langchain._reminder import tag_of
+from repeat_reminder_langchain._conversation import tag_of
 from repeat_reminder_langchain.tooling import _cli as cli
 from repeat_reminder_langchain.tooling._cli import main
 from repeat_reminder_langchain.tooling._tables import format_lab
