@@ -39,7 +39,7 @@ from ._wiring import Misplaced, refuse_block
 if TYPE_CHECKING:
     from ._metrics import MeterProviderOption
 
-__all__ = ["AgentRecords", "RepeatToolReminderCallbackHandler"]
+__all__ = ["HandlerStore", "RepeatToolReminderCallbackHandler"]
 
 logger = logging.getLogger(LOGGER_NAME)
 
@@ -56,7 +56,7 @@ class _Run(NamedTuple):
         return self.root, self.path if self.call is None else (*self.path, self.call)
 
 
-class AgentRecords:
+class HandlerStore:
     """Every agent's record, in the handler's memory: where its node reads and writes them.
 
     At most `limit` agents are remembered, the least recently used forgotten first; those of a
@@ -148,7 +148,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     the node, the handler still counts (when the model is next called), but its reminders
     reach no model: they are reported as not delivered, and it warns once.
 
-    Records of a conversation with a `thread_id` outlive the run (a resumed or continued
+    RecordStore of a conversation with a `thread_id` outlive the run (a resumed or continued
     thread keeps counting); those of a run without one are forgotten when it ends. At most
     `max_agents` agents are remembered, the least recently used forgotten first.
 
@@ -199,7 +199,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         self._runs: dict[int, _Run] = {}  # by run id, as an integer
         # The model runs that read a reminder, by run id: their agent, until they end.
         self._answering: dict[int, AgentKey] = {}
-        self.records = AgentRecords(self._runs, limit=10_000)
+        self.records = HandlerStore(self._runs, limit=10_000)
         self._warned_undelivered = False
         self._loud = False
         self.guard = Guard(
@@ -319,7 +319,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
         found = step.found
         if any(r.reminds for r in found.reminders) or found.escalation is not None:
             self._warn_undelivered()
-        report(step.told, dispatch_custom_event)
+        report(step.report, dispatch_custom_event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         """Count a model that answered, without a call, after a reminder it read."""
@@ -332,7 +332,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
             return  # another call: the node follows it up when it counts that turn
         step = self.guard.step(key, Turn(answered=True))
         if step is not None:  # pragma: no branch - a turn handed over is always counted
-            report(step.told, dispatch_custom_event)
+            report(step.report, dispatch_custom_event)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """A model call that failed answered nothing."""

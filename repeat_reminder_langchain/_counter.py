@@ -25,7 +25,7 @@ from ._detectors import DETECTORS, Detector, Seen
 from ._exits import EXITS
 from ._normalise import Normalise
 from ._policy import Levels, Rules, ToolPolicy
-from ._record import Record, asked_to_end, counted, followed_up, lasting, with_memories
+from ._record import Record, answer_requested, counted, followed_up, lasting, with_memories
 from ._reminder import Escalation, Reminder, preview
 
 __all__ = [
@@ -252,7 +252,7 @@ class LoopCounter:
         turn: Turn,
         policies: Mapping[str, ToolPolicy] | None = None,
         *,
-        reaches_model: bool = True,
+        reminders_reach_model: bool = True,
         observe: Observer | None = None,
     ) -> Count:
         """Count a turn's calls, in order, and return the reminders they draw.
@@ -266,8 +266,8 @@ class LoopCounter:
             record: The agent's record before the turn.
             turn: What happened since the turn counted last.
             policies: The policies tools declare about themselves, by tool name.
-            reaches_model: Whether the reminders will reach the model (they do not in observe mode,
-                or without a node to deliver them): only those are followed up.
+            reminders_reach_model: Whether the reminders will reach the model (they do not in
+                observe mode, or without a node to deliver them): only those are followed up.
             observe: Called with each tracked call's counts, when given.
         """
         reminded = record.get("reminded", False)
@@ -289,10 +289,10 @@ class LoopCounter:
             policies,
             reminded=reminded,
             followups=followups,
-            reaches_model=reaches_model,
+            reminders_reach_model=reminders_reach_model,
             observe=observe,
         )
-        loop = asked_to_end(record) if "finishing" in record else None  # most turns: not asked
+        loop = answer_requested(record) if "finishing" in record else None  # most turns: not asked
         if loop and found.escalation is None and turn.calls and not turn.spoke_after:
             # Asked for its answer with no tool to call, the model called one all the same (a
             # provider that ignored that, or a face that cannot hold them back): it ends.
@@ -313,7 +313,7 @@ class LoopCounter:
         *,
         reminded: bool,
         followups: Sequence[bool],
-        reaches_model: bool,
+        reminders_reach_model: bool,
         observe: Observer | None,
     ) -> Count:
         """`count`'s loop: each tracked call keyed, its streak, what each detector counted."""
@@ -350,10 +350,10 @@ class LoopCounter:
             reminder = stopped = None
             # Nothing is due below the first threshold unless a detector with a memory or a
             # limit may call for something: most calls under the defaults need nothing more.
-            may_draw = self._stateful or self._limit is not None or run >= rules.thresholds[0]
-            if may_draw or observe is not None:
+            may_be_due = self._stateful or self._limit is not None or run >= rules.thresholds[0]
+            if may_be_due or observe is not None:
                 found, failed = self._detect(in_use, call, new_key, run, read, arguments)
-                if unanswered and may_draw:
+                if unanswered and may_be_due:
                     # The streak the turn started with was at the limit, and every call since
                     # went on with it: the model read what the limit drew, and insisted.
                     insisted = carried >= (self._limit or 0) and run == carried + tracked
@@ -368,7 +368,9 @@ class LoopCounter:
                 if observe is not None:
                     counts = {detector.name: number for detector, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
-        reminded = reaches_model and escalation is None and any(r.reminds for r in reminders)
+        reminded = (
+            reminders_reach_model and escalation is None and any(r.reminds for r in reminders)
+        )
         new = counted(record, turn.id, tool, key, run, result, reminded)
         if self._stateful:
             _keep(in_use, new)

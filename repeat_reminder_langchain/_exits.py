@@ -44,7 +44,7 @@ class Exit:
         name: Its `exit_behavior`.
         done: What the log line says it did.
         words: Its final message (a format string of the `Escalation`'s fields and what the
-            conversation says of the loop, `Recap`): the end of the run, or, for `finish`,
+            conversation says of the loop, `LoopContext`): the end of the run, or, for `finish`,
             the request for the model's answer.
         refusal: The error result of a call not run, where it refuses one (a format string
             of `tool`, `count` and `what`, the detector's words for the loop).

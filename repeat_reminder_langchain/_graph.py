@@ -20,7 +20,7 @@ from ._callbacks import RepeatToolReminderCallbackHandler
 from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import SOURCE, asked_to_answer, from_guard, read_messages, read_state
 from ._events import report
-from ._guard import Guard, Records, StateStore, instance_name, thread_of
+from ._guard import Guard, RecordStore, StateStore, instance_name, thread_of
 from ._log import LOGGER_NAME, RepeatToolReminderWarning, warn
 from ._messages import blocked_result, no_tool_choice
 from ._record import Record
@@ -143,13 +143,13 @@ class RepeatToolReminderNode:
         self.handler = handler
         self.messages_key = messages_key
         self.state_key = state_key
-        self._records: _Records
+        self._records: _NodeStore
         if handler is not None:
             self._guard, self._records = handler.guard, handler.records
         else:
             settings = resolve_config(config, fields)
             refuse_block(settings)
-            self._records = _InState(state_key, messages_key)
+            self._records = _NodeStateStore(state_key, messages_key)
             self._guard = Guard(
                 settings,
                 name=instance_name(type(self).__name__, settings),
@@ -200,7 +200,7 @@ class RepeatToolReminderNode:
         except Exception:
             logger.exception("repeat reminder node failed; the run goes on without reminders")
             return {}
-        report(step.told, dispatch_custom_event)
+        report(step.report, dispatch_custom_event)
         if step.stop is not None:
             raise step.stop  # nothing kept: the turn is counted again when the run resumes
         update = step.update
@@ -325,14 +325,14 @@ class RepeatToolReminderNode:
         )
 
 
-class _Records(Records, Protocol):
+class _NodeStore(RecordStore, Protocol):
     """Where a node keeps its records: the handler's memory, or the graph state."""
 
     def find(self, state: Any, config: RunnableConfig) -> Any:
         """Where the node's record is; None when it cannot be kept."""
 
 
-class _InState:
+class _NodeStateStore:
     """The state-kept node's records: in the graph state, under `state_key`."""
 
     limit = 1024  # threads remembered for the check of the state's field

@@ -4,7 +4,7 @@ Every face (the middleware, the node, the handler) holds a `Guard` and asks it o
 turn, with where its record lives and the conversation: `Guard.step` where the face adds what
 the step makes to its graph, `Guard.watch` where it cannot (the handler, counting what no node
 counted), `Guard.answered` for a model that answered a reminder as its run ends. The step reads the
-record, reads the finished turn, counts it and returns a `Step`: the state update that keeps
+record, reads the finished turn, counts it and returns a `TurnResult`: the state update that keeps
 the new record, the messages to add, whether the run ends or stops, and what to report. It
 sends nothing and raises nothing: the face returns the update to its graph (adding the
 messages where its graph keeps them), passes the step to `events.report` with its dispatcher,
@@ -35,11 +35,17 @@ from ._escalation import RepeatToolLoopError, interrupt_request, read_answer
 from ._events import Delivery, Report
 from ._exits import END, EXITS, Exit
 from ._log import LOGGER_NAME, warn
-from ._messages import escalation_message, finish_message, handover, recap, reminder_message
+from ._messages import (
+    escalation_message,
+    finish_message,
+    latest_results,
+    loop_context,
+    reminder_message,
+)
 from ._metrics import metrics_for
 from ._policy import ToolPolicies
 from ._record import Record, RecordError, asking_answer, noting_system, read_record
-from ._reminder import Escalation, Words
+from ._reminder import Escalation, UserWords
 from ._stats import Stats
 
 if TYPE_CHECKING:
@@ -49,11 +55,11 @@ __all__ = [
     "NO_TOOLS",
     "RUN_FIELD",
     "Guard",
-    "Records",
+    "RecordStore",
     "StateStore",
-    "Step",
     "Tools",
     "ToolsOf",
+    "TurnResult",
     "current_run_config",
     "instance_name",
     "invocation_of",
@@ -67,7 +73,7 @@ RUN_FIELD = "repeat_tool_reminder_run"
 (not checkpointed: each invocation starts without it), for its log lines."""
 
 
-class Records(Protocol):
+class RecordStore(Protocol):
     """Where a face keeps its records: a state field, or the handler's memory."""
 
     def read(self, where: Any) -> Record:
@@ -120,7 +126,7 @@ class ToolsOf(dict[str, Tools]):
         return self.default
 
 
-class Step(NamedTuple):
+class TurnResult(NamedTuple):
     """What one turn leads to, built but not applied.
 
     Attributes:
@@ -130,7 +136,7 @@ class Step(NamedTuple):
         messages: The messages to add to the conversation, in order.
         end: Whether the run ends here (the last message is the guard's final word).
         stop: What to raise once the step is reported: the run stops there.
-        told: What to report (`events.report`); None when a human's answer resumes a loop
+        report: What to report (`events.report`); None when a human's answer resumes a loop
             that was reported when they were asked.
         turn: The turn that was counted.
     """
@@ -140,7 +146,7 @@ class Step(NamedTuple):
     messages: list[BaseMessage]
     end: bool
     stop: BaseException | None
-    told: Report | None
+    report: Report | None
     turn: Turn
 
 
@@ -168,8 +174,8 @@ class Guard:
         "name",
         "named",
         "not_user",
-        "reaches_model",
         "records",
+        "reminders_reach_model",
         "stats",
         "stops",
         "tools",
@@ -182,7 +188,7 @@ class Guard:
         config: ReminderConfig,
         *,
         name: str,
-        records: Records,
+        records: RecordStore,
         meter_provider: MeterProviderOption = None,
         keeps_run: bool = False,
         named: bool = False,
@@ -197,14 +203,16 @@ class Guard:
         # notes them (the middleware); a turn not noted counts with the face's own.
         self.turns = ToolsOf(self.tools)
         self.stats = Stats(metrics_for(meter_provider, name))
-        self.reaches_model = config.mode == "remind"  # whether reminders can reach the model
+        self.reminders_reach_model = (
+            config.mode == "remind"
+        )  # whether reminders can reach the model
         self.keeps_run = keeps_run
-        self.words = Words(config.words) if config.words else None  # most guards have none
+        self.words = UserWords(config.words) if config.words else None  # most guards have none
         # How it stops a loop (None: it never does): what a face must do around the model
         # and tool calls is that exit's to say, never its name's.
         self.stops: Exit | None = (
             EXITS[config.exit_behavior]
-            if self.reaches_model and config.escalate_after is not None
+            if self.reminders_reach_model and config.escalate_after is not None
             else None
         )
         # Whether a loop it stops asks a human, with no run seen yet that cannot resume.
@@ -217,7 +225,7 @@ class Guard:
         *,
         run_config: RunnableConfig | None = None,
         can_end: bool = True,
-    ) -> Step | None:
+    ) -> TurnResult | None:
         """Count what happened since the record's turn; None when nothing did.
 
         For a face that adds the step's messages to its graph (the middleware, the node).
@@ -232,14 +240,14 @@ class Guard:
         """
         return self._step(where, conversation, run_config, "sent", False, can_end)
 
-    def watch(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> Step | None:
+    def watch(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> TurnResult | None:
         """`step`, for a face that cannot add messages (the handler, counting what no node did).
 
         Nothing is acted on, and the step reports its reminders as not delivered.
         """
         return self._step(where, conversation, None, "undelivered", False, True)
 
-    def answered(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> Step | None:
+    def answered(self, where: Any, conversation: Sequence[BaseMessage] | Turn) -> TurnResult | None:
         """`step` for the model answering after a reminder it saw, before the run ends.
 
         Only that answer is counted (most runs: none waits, and this is None); a tool turn is
@@ -255,7 +263,7 @@ class Guard:
         delivery: Delivery,
         answer_only: bool,
         can_end: bool,
-    ) -> Step | None:
+    ) -> TurnResult | None:
         if self.asks and delivery == "sent" and not answer_only:  # a step that may ask
             self._check_resumable(run_config or current_run_config())
         records = self.records
@@ -274,7 +282,7 @@ class Guard:
                 return None
         sent = delivery == "sent"
         found = self.counter.count(
-            record, turn, tools.policies, reaches_model=sent and self.reaches_model
+            record, turn, tools.policies, reminders_reach_model=sent and self.reminders_reach_model
         )
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
@@ -286,13 +294,13 @@ class Guard:
             else:
                 update = self.records.write(where, found.record)
             if quiet:
-                told = _make(
+                report = _make(
                     Report,
                     (found, self.stats, self.config, delivery, None, None, None, "", False),
                 )
             else:
-                told = self._told(found, delivery, run_config or current_run_config(), None)
-            return _make(Step, (found, update, messages, False, None, told, turn))
+                report = self._report(found, delivery, run_config or current_run_config(), None)
+            return _make(TurnResult, (found, update, messages, False, None, report, turn))
         run_config = run_config or current_run_config()
         return self._act(
             where,
@@ -333,7 +341,7 @@ class Guard:
         record: Record = {}
         for end in reversed(turns[:-1]):  # each turn is read up to the next one
             turn, tools = self.read(messages, record, end)
-            found = self.counter.count(record, turn, tools.policies, reaches_model=False)
+            found = self.counter.count(record, turn, tools.policies, reminders_reach_model=False)
             record = found.record or record
         return record
 
@@ -350,7 +358,7 @@ class Guard:
                 'exit_behavior="finish" (the model answers with what it has), "end" or "error"'
             )
 
-    def _told(
+    def _report(
         self,
         found: Count,
         delivery: Delivery,
@@ -373,14 +381,14 @@ class Guard:
         run_config: RunnableConfig | None,
         invocation: object,
         can_end: bool,
-    ) -> Step:
+    ) -> TurnResult:
         """The reminders to add, or the escalation to carry out, for a count with something due.
 
         What an escalation leads to is its exit's choice (`Exit.carry_out`), among the
         `_Acting` this step can do; observed, nothing is done, and all is reported.
         """
-        told = self._told(found, "sent", run_config, invocation)
-        acting = _Acting(self, found, history, told, can_end)
+        report = self._report(found, "sent", run_config, invocation)
+        acting = _Acting(self, found, history, report, can_end)
         escalation = found.escalation
         if self.config.mode == "observe":
             done = acting.nothing()
@@ -395,17 +403,17 @@ class Guard:
             if not record.get("system") and any(m.type == "system" for m in messages):
                 record = noting_system(record)
             update = self.records.write(where, record)
-            if self.keeps_run and told.run not in (None, invocation):
-                update[RUN_FIELD] = told.run
-        return Step(found, update, messages, end, stop, reported, turn)
+            if self.keeps_run and report.run not in (None, invocation):
+                update[RUN_FIELD] = report.run
+        return TurnResult(found, update, messages, end, stop, reported, turn)
 
     def final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
         """The final message of a run the guard ends: its words, and what the tools returned."""
         return escalation_message(
             escalation,
             self.words,
-            handover(history, self.config, self.counter.failed),
-            recap(history, escalation.tool),
+            latest_results(history, self.config, self.counter.failed),
+            loop_context(history, escalation.tool),
         )
 
 
@@ -420,7 +428,7 @@ class _Done(NamedTuple):
     messages: list[BaseMessage]
     end: bool
     stop: BaseException | None
-    told: Report | None
+    report: Report | None
 
 
 class _Acting:
@@ -429,24 +437,24 @@ class _Acting:
     For a loop at the limit, its exit chooses which (`Exit.carry_out`).
     """
 
-    __slots__ = ("can_end", "escalation", "found", "guard", "history", "told")
+    __slots__ = ("can_end", "escalation", "found", "guard", "history", "report")
 
     def __init__(
         self,
         guard: Guard,
         found: Count,
         history: Sequence[BaseMessage],
-        told: Report,
+        report: Report,
         can_end: bool,
     ) -> None:
-        self.guard, self.found, self.history, self.told = guard, found, history, told
+        self.guard, self.found, self.history, self.report = guard, found, history, report
         self.can_end = can_end
         # What an exit carries out: only ever asked of a count with an escalation.
         self.escalation = cast("Escalation", found.escalation)
 
     def nothing(self) -> _Done:
         """Observed: the record kept, nothing added."""
-        return _Done(self.found.record or {}, [], False, None, self.told)
+        return _Done(self.found.record or {}, [], False, None, self.report)
 
     def remind(self) -> _Done:
         reminders = [r for r in self.found.reminders if r.reminds]  # the others report only
@@ -454,28 +462,28 @@ class _Acting:
         messages: list[BaseMessage] = []
         if reminders:
             messages.append(reminder_message(reminders, guard.config.message_type, guard.words))
-        return _Done(self.found.record or {}, messages, False, None, self.told)
+        return _Done(self.found.record or {}, messages, False, None, self.report)
 
     def end(self) -> _Done:
         record = self.found.record or {}
         if not self.can_end:  # nothing ends the run: it is not said to have been
-            return _Done(record, [], False, None, self.told._replace(delivery="undelivered"))
+            return _Done(record, [], False, None, self.report._replace(delivery="undelivered"))
         final = self.guard.final(self.escalation, self.history)
-        return _Done(record, [final], True, None, self.told)
+        return _Done(record, [final], True, None, self.report)
 
     def ask_answer(self) -> _Done:
         # The model's next call is its last, with no tool to call where the face owns the
         # call (the middleware), and a model that calls all the same is ended. The record
         # says so until the user speaks again.
         escalation, guard = self.escalation, self.guard
-        seen = recap(self.history, escalation.tool)
+        seen = loop_context(self.history, escalation.tool)
         message = finish_message(escalation, guard.config.message_type, guard.words, seen)
         record = asking_answer(self.found.record or {}, escalation)
-        return _Done(record, [message], False, None, self.told)
+        return _Done(record, [message], False, None, self.report)
 
     def stop(self) -> _Done:
-        error = RepeatToolLoopError(self.escalation, self.told.thread)
-        return _Done(self.found.record or {}, [], False, error, self.told)
+        error = RepeatToolLoopError(self.escalation, self.report.thread)
+        return _Done(self.found.record or {}, [], False, error, self.report)
 
     def ask_human(self) -> _Done:
         """Ask a human what to do about a loop; once they answered, carry out their choice.
@@ -489,7 +497,7 @@ class _Acting:
         try:
             answer = interrupt(interrupt_request(escalation))
         except GraphInterrupt as asked:
-            return _Done(record, [], False, asked, self.told)
+            return _Done(record, [], False, asked, self.report)
         choice, text = read_answer(answer)
         logger.info("repeat tool loop on %s: resumed with %r", escalation.summary, choice)
         if choice == "continue":
@@ -555,7 +563,7 @@ def thread_of(run_config: RunnableConfig | None) -> str | None:
 
 
 class StateStore:
-    """Records kept in graph state, under `key` (and, for middleware instances, by `name`).
+    """RecordStore kept in graph state, under `key` (and, for middleware instances, by `name`).
 
     Every instance writes only its own entry: the middleware's field merges the entries
     written in one step. A record is checked when read, unless it equals the one this store

@@ -23,18 +23,26 @@ from ._canonical import canonicalize, result_text
 from ._config import ReminderConfig
 from ._conversation import SOURCE, from_guard, is_reminder, is_user_message, tag_of
 from ._exits import EXITS
-from ._reminder import Escalation, Recap, Reminder, ReminderTag, Words, preview, said
+from ._reminder import (
+    Escalation,
+    LoopContext,
+    Reminder,
+    ReminderTag,
+    UserWords,
+    preview,
+    reminder_content,
+)
 
 __all__ = [
     "as_user_turn",
     "blocked_result",
     "escalation_message",
     "finish_message",
-    "handover",
     "keeps_system_messages",
+    "latest_results",
+    "loop_context",
     "no_tool_choice",
     "prepare_messages",
-    "recap",
     "reminder_message",
     "shown_once",
     "stop_reason",
@@ -53,7 +61,7 @@ def _new_id() -> str:
 def reminder_message(
     reminders: Reminder | Sequence[Reminder],
     message_type: Literal["system", "human"] = "system",
-    words: Words | None = None,
+    words: UserWords | None = None,
 ) -> SystemMessage | HumanMessage:
     """The one tagged message that carries a reminder, or a turn's reminders in order.
 
@@ -68,20 +76,20 @@ def reminder_message(
 
     """
     due = (reminders,) if isinstance(reminders, Reminder) else reminders
-    return _told(*said(due, words), message_type)
+    return _guard_message(*reminder_content(due, words), message_type)
 
 
 def escalation_message(
     escalation: Escalation,
-    words: Words | None = None,
+    words: UserWords | None = None,
     handed: str = "",
-    seen: Recap | None = None,
+    seen: LoopContext | None = None,
 ) -> AIMessage:
     """The final message of a run the guard ended: tagged like a reminder, no tool calls.
 
-    The guard's words say which loop was stopped, and `handed` (`handover`) follows them: what
+    The guard's words say which loop was stopped, and `handed` (`latest_results`) follows them: what
     the run's tools returned, for a user who reads the run's last message and nothing else.
-    The user's own `final` words are said as they are (quoting `seen`, `recap`), alone.
+    The user's own `final` words are said as they are (quoting `seen`, `loop_context`), alone.
     """
     tags = {"lc_source": SOURCE, SOURCE: escalation.tag()}
     own = escalation.say(seen=seen)
@@ -95,7 +103,7 @@ def escalation_message(
 HANDED_OVER, RESULT_CHARS = 6, 300
 
 
-def recap(messages: Sequence[BaseMessage], tool: str) -> Recap:
+def loop_context(messages: Sequence[BaseMessage], tool: str) -> LoopContext:
     """What the user asked, and the latest result of `tool` since, each cut to `RESULT_CHARS`.
 
     What the words that ask a looping model for its answer quote: what an answer needs, where
@@ -103,7 +111,7 @@ def recap(messages: Sequence[BaseMessage], tool: str) -> Recap:
     """
     answered, asked = _answered(messages)
     result = next((r for call, r in answered if call["name"] == tool), None)
-    return Recap(
+    return LoopContext(
         "" if asked is None else _cut(result_text(asked.content)),
         "" if result is None else _cut(result_text(result.content)),
     )
@@ -138,7 +146,7 @@ def _cut(text: str) -> str:
     return preview(" ".join(text.split()), RESULT_CHARS)
 
 
-def handover(
+def latest_results(
     messages: Sequence[BaseMessage],
     config: ReminderConfig,
     failed: Callable[[bool, str], bool],
@@ -171,19 +179,19 @@ def handover(
 def finish_message(
     escalation: Escalation,
     message_type: Literal["system", "human"] = "system",
-    words: Words | None = None,
-    seen: Recap | None = None,
+    words: UserWords | None = None,
+    seen: LoopContext | None = None,
 ) -> SystemMessage | HumanMessage:
     """The guard's last words to a looping model (`exit_behavior="finish"`): answer now.
 
-    Its own words quote `seen` (`recap`). Sent as a reminder is, and tagged as the escalation
+    Its own words quote `seen` (`loop_context`). Sent as a reminder is, and tagged as the escalation
     it is (`level: "escalated"`).
     """
     text = escalation.say(seen=seen) if words is None else words.say(escalation, seen)
-    return _told(text, escalation.tag(), message_type)
+    return _guard_message(text, escalation.tag(), message_type)
 
 
-def _told(
+def _guard_message(
     text: str, tag: ReminderTag, message_type: Literal["system", "human"]
 ) -> SystemMessage | HumanMessage:
     """What the guard tells the model, tagged, as a system message or a wrapped user turn."""

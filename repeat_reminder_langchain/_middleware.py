@@ -27,11 +27,11 @@ from typing_extensions import Unpack, override
 from ._config import ReminderConfig, ReminderFields, resolve_config
 from ._conversation import SOURCE
 from ._events import Dispatch, report
-from ._guard import NO_TOOLS, Guard, StateStore, Step, Tools, instance_name
+from ._guard import NO_TOOLS, Guard, StateStore, Tools, TurnResult, instance_name
 from ._log import LOGGER_NAME, RepeatToolReminderWarning
 from ._messages import blocked_result, no_tool_choice, prepare_messages, shown_once
 from ._policy import ToolPolicy
-from ._record import Record, asked_to_end
+from ._record import Record, answer_requested
 from ._wiring import Misplaced
 
 if TYPE_CHECKING:
@@ -291,14 +291,14 @@ class RepeatToolReminderMiddleware(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the model answering after a reminder it saw, before the run ends."""
-        return self._settle(state)
+        return self._count_answer(state)
 
     @override
     async def aafter_agent(
         self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
     ) -> dict[str, Any] | None:
         """Count the model answering after a reminder it saw, before the run ends."""
-        return self._settle(state)
+        return self._count_answer(state)
 
     @override
     def wrap_model_call(
@@ -312,7 +312,7 @@ class RepeatToolReminderMiddleware(
         tool (`tool_choice` none), or gets none where it does not take that choice.
         """
         prepared, tools = self._prepare(request)
-        return self._made(handler(prepared), tools)
+        return self._note_turn_tools(handler(prepared), tools)
 
     @override
     async def awrap_model_call(
@@ -326,7 +326,7 @@ class RepeatToolReminderMiddleware(
         tool (`tool_choice` none), or gets none where it does not take that choice.
         """
         prepared, tools = self._prepare(request)
-        return self._made(await handler(prepared), tools)
+        return self._note_turn_tools(await handler(prepared), tools)
 
     @override
     def wrap_tool_call(
@@ -364,9 +364,9 @@ class RepeatToolReminderMiddleware(
             return None, None, []
         if step is None:
             return update, None, []
-        return update, step.stop, report(step.told, dispatch)
+        return update, step.stop, report(step.report, dispatch)
 
-    def _settle(self, state: Any) -> dict[str, Any] | None:
+    def _count_answer(self, state: Any) -> dict[str, Any] | None:
         """The recovery of a model that answered after a reminder, counted in the run it ends.
 
         Only an answer is counted here: a tool turn still to count is left to the next
@@ -379,11 +379,11 @@ class RepeatToolReminderMiddleware(
             return None
         if step is None:
             return None  # most runs: no reminder waits for its answer
-        report(step.told, dispatch_custom_event)
+        report(step.report, dispatch_custom_event)
         return step.update
 
     @staticmethod
-    def _update(step: Step) -> dict[str, Any]:
+    def _update(step: TurnResult) -> dict[str, Any]:
         """The state update of a step (unused when the step stops the run)."""
         update = step.update
         if step.messages:
@@ -455,7 +455,7 @@ class RepeatToolReminderMiddleware(
         self._turns.default = known[1] if len(self._agents) == 1 else NO_TOOLS
         return known[1]
 
-    def _made(self, response: _Response, tools: Tools) -> _Response:
+    def _note_turn_tools(self, response: _Response, tools: Tools) -> _Response:
         """The model's response, its turn noted as made with `tools`."""
         inner = getattr(response, "model_response", response)
         for message in getattr(inner, "result", None) or (inner,):
@@ -472,7 +472,7 @@ class RepeatToolReminderMiddleware(
             state = request.state
             record = self._store.read(state)
             call_id = request.tool_call.get("id") or ""
-            asked = asked_to_end(record)
+            asked = answer_requested(record)
             if asked:
                 # Asked for its answer, the model called a tool all the same (a provider that
                 # ignored tool_choice none, or the withheld tools): the call does not run, and

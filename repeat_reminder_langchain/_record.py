@@ -20,7 +20,7 @@ from ._reminder import Escalation
 __all__ = [
     "Record",
     "RecordError",
-    "asked_to_end",
+    "answer_requested",
     "asking_answer",
     "counted",
     "followed_up",
@@ -66,7 +66,7 @@ class Record(TypedDict, total=False):
     finishing: dict[str, Any]
 
 
-def asked_to_end(record: Record) -> Escalation | None:
+def answer_requested(record: Record) -> Escalation | None:
     """The loop the model was asked to end with its answer (`finishing`); None: none was."""
     asked = record.get("finishing")
     return Escalation.from_tag(asked) if asked else None

@@ -15,13 +15,13 @@ from ._log import LOGGER_NAME
 __all__ = [
     "Escalation",
     "Level",
-    "Recap",
+    "LoopContext",
     "Reminder",
     "ReminderTag",
-    "Words",
+    "UserWords",
     "WordsOf",
     "preview",
-    "said",
+    "reminder_content",
     "sample_words",
     "word_fields",
 ]
@@ -112,7 +112,7 @@ class Reminder:
         """The words the model reads: the user's for this detector and level, or its own.
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
-        (a guard uses its own words in their place: `Words`).
+        (a guard uses its own words in their place: `UserWords`).
         """
         entry = _entry(words, self.detector, self.level)
         if entry is None:
@@ -183,7 +183,7 @@ class Escalation:
         """
         return self.say()
 
-    def say(self, words: WordsOf | None = None, seen: Recap | None = None) -> str:
+    def say(self, words: WordsOf | None = None, seen: LoopContext | None = None) -> str:
         """The final words: the user's for this detector, or its own.
 
         They end a run the guard ended, or, with `"finish"`, ask the model for its answer.
@@ -191,7 +191,7 @@ class Escalation:
         (said as "" without it).
 
         Raises what the user's words raise, and `ValueError` for words that come out empty
-        (a guard uses its own words in their place: `Words`).
+        (a guard uses its own words in their place: `UserWords`).
         """
         entry = _entry(words, self.detector, "final")
         if entry is None:
@@ -208,8 +208,8 @@ class Escalation:
                 arguments=self.arguments,
                 limit=self.limit,
                 what=DETECTORS[self.detector].words.stopped,
-                request=(seen or _NO_RECAP).request,
-                result=(seen or _NO_RECAP).result,
+                request=(seen or _NO_CONTEXT).request,
+                result=(seen or _NO_CONTEXT).result,
             )
         )
 
@@ -264,7 +264,7 @@ _REMINDER_FIELDS = ("tool", "count", "level", "detector", "arguments")
 _FINAL_FIELDS = ("tool", "count", "detector", "arguments", "limit", "what", "request", "result")
 
 
-class Recap(NamedTuple):
+class LoopContext(NamedTuple):
     """What the conversation says of a loop the guard stops, for its final words to quote.
 
     Attributes:
@@ -276,7 +276,7 @@ class Recap(NamedTuple):
     result: str = ""
 
 
-_NO_RECAP = Recap()
+_NO_CONTEXT = LoopContext()
 
 
 def word_fields(detector: str, level: str) -> tuple[str, ...]:
@@ -304,7 +304,7 @@ class _Said(dict[str, Any]):
         return ""
 
 
-class Words:
+class UserWords:
     """The user's words as a guard says them: an entry that fails gives way to the guard's own.
 
     A function that raises or returns no text, or a format string that a reminder's values
@@ -319,7 +319,7 @@ class Words:
         self._words = words
         self._failed: set[tuple[str, str]] = set()
 
-    def say(self, told: Reminder | Escalation, seen: Recap | None = None) -> str:
+    def say(self, told: Reminder | Escalation, seen: LoopContext | None = None) -> str:
         """The words of a reminder, or of a run's end: the user's, or the guard's own.
 
         `seen`: what a run's end may quote of the conversation (`Escalation.say`).
@@ -356,7 +356,7 @@ def sample_words(detector: str, level: str, words: str) -> str:
         details = {name: value for one in shown for name, value in one.says.items()}
         told = Reminder("tool", 3, cast("Level", level), "{}", details=details)
     if isinstance(told, Escalation):
-        return told.say({"*": {level: words}}, Recap("the request", "the result"))
+        return told.say({"*": {level: words}}, LoopContext("the request", "the result"))
     return told.say({"*": {level: words}})
 
 
@@ -397,7 +397,9 @@ def _tag(tool: str, count: int, level: str, detector: str) -> ReminderTag:
     }
 
 
-def said(reminders: Sequence[Reminder], words: Words | None) -> tuple[str, ReminderTag]:
+def reminder_content(
+    reminders: Sequence[Reminder], words: UserWords | None
+) -> tuple[str, ReminderTag]:
     """The text and the tag of the one message that carries a turn's reminders (at least one).
 
     Each reminder's words (the user's, or the guard's) in a paragraph of their own, in order.

@@ -349,12 +349,15 @@ def count(
     calls: list[Call],
     config: ReminderConfig = CONFIG,
     *,
-    reaches_model: bool = True,
+    reminders_reach_model: bool = True,
     trace: list[CallTrace] | None = None,
 ) -> Count:
     observe = None if trace is None else trace.append
     return LoopCounter(config).count(
-        record, Turn(turn, tuple(calls)), reaches_model=reaches_model, observe=observe
+        record,
+        Turn(turn, tuple(calls)),
+        reminders_reach_model=reminders_reach_model,
+        observe=observe,
     )
 
 

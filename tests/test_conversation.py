@@ -53,7 +53,7 @@ def counted(
     config: ReminderConfig = CONFIG,
     policies: Any = None,
     *,
-    reaches_model: bool = True,
+    reminders_reach_model: bool = True,
     end: int | None = None,
     trace: list[Any] | None = None,
 ) -> Count:
@@ -62,7 +62,7 @@ def counted(
     read = read_turn(messages, record.get("turn", ""), end, user_test(config.not_user))
     observe = None if trace is None else trace.append
     return LoopCounter(config).count(
-        record, read, policies, reaches_model=reaches_model, observe=observe
+        record, read, policies, reminders_reach_model=reminders_reach_model, observe=observe
     )
 
 
@@ -427,7 +427,7 @@ def test_the_guards_reminder_after_a_turn_is_not_the_user_speaking() -> None:
 def test_a_reminder_drawn_is_taken_to_reach_the_model_unless_told_otherwise() -> None:
     messages = [turn(call("probe", None, "a"), call("probe", None, "b")), result("a"), result("b")]
     assert kept(messages)["reminded"]
-    assert not kept(messages, reaches_model=False)["reminded"]
+    assert not kept(messages, reminders_reach_model=False)["reminded"]
 
 
 def test_the_guards_own_messages_and_every_harness_notification_are_not_the_user() -> None:

@@ -102,7 +102,7 @@ def test_followups_say_whether_the_model_changed_course_after_a_reminder_it_saw(
     assert seen is not None and seen["reminded"]
     assert count(seen, "u", [c(tool="other")], config).followups == [True]
     assert count(seen, "u", [c()], config).followups == [False]
-    unseen = count({}, "t", [c(), c()], config, reaches_model=False).record
+    unseen = count({}, "t", [c(), c()], config, reminders_reach_model=False).record
     assert unseen is not None and not unseen["reminded"]
     assert list(count(unseen, "u", [c()], config).followups) == []
 

@@ -30,13 +30,13 @@ from repeat_reminder_langchain._messages import (
     blocked_result,
     escalation_message,
     finish_message,
-    handover,
-    recap,
+    latest_results,
+    loop_context,
     reminder_message,
     shown_once,
     wrap,
 )
-from repeat_reminder_langchain._reminder import Recap
+from repeat_reminder_langchain._reminder import LoopContext
 
 from .helpers import ScriptedModel, assert_adjacent, call, scripted, turn
 
@@ -276,7 +276,7 @@ def _called(name: str, args: dict[str, Any], result: str, n: int, **fields: Any)
 def _handed(run: list[Any], **fields: Any) -> str:
     """What a guard of `fields` hands over: failures judged as its counter judges them."""
     config = ReminderConfig(**fields)
-    return handover(run, config, LoopCounter(config).failed)
+    return latest_results(run, config, LoopCounter(config).failed)
 
 
 def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> None:
@@ -325,19 +325,21 @@ def test_the_recap_is_the_users_request_and_the_loops_latest_result() -> None:
         *_called("probe", {"q": "x"}, "still running " + "." * 400, 3),
     ]
     run.append(blocked_result(Escalation("probe", 4, "repeat", "{}", "block"), "c3"))
-    seen = recap(run, "probe")
+    seen = loop_context(run, "probe")
     # The latest result of the loop's tool (not the guard's refusal), one line, cut.
     assert seen.request == "is the job done?"
     assert seen.result.startswith("still running ...") and seen.result.endswith("more chars)")
-    assert recap(run, "other") == Recap("is the job done?", "elsewhere")
-    assert recap(run[:4], "other") == Recap("is the job done?", "")  # not called since
-    assert recap(run[1:3], "probe") == Recap("", "from an earlier question")  # no user message
+    assert loop_context(run, "other") == LoopContext("is the job done?", "elsewhere")
+    assert loop_context(run[:4], "other") == LoopContext("is the job done?", "")  # not called since
+    assert loop_context(run[1:3], "probe") == LoopContext(
+        "", "from an earlier question"
+    )  # no user message
 
 
 def _asked(run: list[Any], tool: str = "probe") -> list[Any]:
     """`run`, then the guard's request for the model's answer about a loop on `tool`."""
     stopped = Escalation(tool, 3, "repeat", "{}", "finish", limit=3)
-    return [*run, finish_message(stopped, "human", seen=recap(run, tool))]
+    return [*run, finish_message(stopped, "human", seen=loop_context(run, tool))]
 
 
 def test_the_last_call_is_shown_the_loop_once() -> None:

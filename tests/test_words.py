@@ -17,7 +17,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     from_guard,
 )
-from repeat_reminder_langchain._reminder import Words, word_fields
+from repeat_reminder_langchain._reminder import UserWords, word_fields
 
 from .conftest import Guarded
 from .helpers import LoopModel, ask, assert_adjacent, reminders
@@ -199,7 +199,9 @@ def test_words_that_fail_when_said_change_nothing_but_the_words(
 def test_a_guard_says_each_failing_entry_once_and_its_own_words_every_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    words = Words({"repeat": {"gentle": _raises}, "*": {"detailed": "{error}", "final": _raises}})
+    words = UserWords(
+        {"repeat": {"gentle": _raises}, "*": {"detailed": "{error}", "final": _raises}}
+    )
     reminder = Reminder("ls", 3, "gentle", "{}")
     stopped = Escalation("ls", 9, "repeat", "{}", "end", limit=9)
     told = [reminder, Reminder("ls", 5, "detailed", "{}"), stopped] * 2
@@ -218,7 +220,7 @@ def test_a_guard_says_each_failing_entry_once_and_its_own_words_every_time(
     # Asked directly, the words raise what they raise: a user trying their words sees why.
     with pytest.raises(TypeError, match="the words are a NoneType, not text"):
         reminder.say({"*": {"gentle": lambda r: None}})
-    assert Words({"stale": {"gentle": "mine"}}).say(reminder) == reminder.text
+    assert UserWords({"stale": {"gentle": "mine"}}).say(reminder) == reminder.text
 
 
 def test_words_for_a_detector_not_detected_draw_one_warning_where_the_guard_is_built() -> None:
