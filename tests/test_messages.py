@@ -404,7 +404,7 @@ def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_sh
     assert len(shown_once(_asked(run[1:]))) == 3
 
 
-def test_the_handover_keeps_the_latest_calls_within_its_cap() -> None:
+def test_the_latest_results_keep_the_latest_calls_within_their_cap() -> None:
     run: list[Any] = []  # a history with no user message in it is read whole
     for n in range(9):
         run += _called("read", {"page": n}, f"page {n}", n)

@@ -284,7 +284,7 @@ def test_the_agents_and_turns_an_instance_remembers_are_bounded(
     guard = RepeatToolReminderMiddleware()
     sets = [[poller({})] for _ in range(3)]
     for turn_id, tools in zip("abc", sets, strict=True):
-        guard._made(AIMessage("", id=turn_id), guard._tools(tools))
+        guard._note_turn_tools(AIMessage("", id=turn_id), guard._tools(tools))
     assert len(guard._agents) == len(guard._turns) == 2
     assert guard._tools(sets[2]) is guard._turns["c"]  # the latest kept, the first gone
     assert guard._turns["a"] is NO_TOOLS  # two agents known: none is guessed
@@ -301,5 +301,5 @@ def test_a_turn_is_noted_whatever_form_the_model_call_answers_in() -> None:
         AIMessage("", id="bare"),
         ExtendedModelResponse(ModelResponse(result=[AIMessage("", id="extended")]), None),
     ]
-    assert [guard._made(answer, tools) for answer in answers] == answers
+    assert [guard._note_turn_tools(answer, tools) for answer in answers] == answers
     assert [guard._turns[turn] for turn in ("plain", "bare", "extended")] == [tools] * 3
