@@ -169,9 +169,11 @@ class LoopCounter:
     """
 
     __slots__ = (
+        "_by_run",
         "_cut",
         "_exit",
         "_failure",
+        "_failures_only",
         "_in_use",
         "_limit",
         "_reads",
@@ -195,6 +197,10 @@ class LoopCounter:
         detectors = [detector for detector, _, _ in self._in_use]
         # Under the defaults (`repeat` alone) no detector reads a result or keeps memory.
         self._stateful = any(detector.memory is not None for detector in detectors)
+        # Whether the detectors without a memory count the run of identical calls (`by_run`):
+        # then a call whose run is below the first threshold and the limit draws nothing from
+        # them, and is shown to no detector unless one that keeps a memory must see it.
+        self._by_run = all(detector.by_run for detector in detectors if detector.memory is None)
         # Whether a detector reads results: then each call's is read once, for every detector, and
         # judged a failure or not (`error_pattern`).
         self._reads = any(detector.reads != "calls" for detector in detectors)
@@ -207,6 +213,9 @@ class LoopCounter:
         self._rules: dict[str, tuple[ToolPolicy | None, Rules | None]] = {}
         # The detectors asked what of their memory a new user message leaves in place.
         self._remembering = tuple(detector for detector in detectors if detector.memory is not None)
+        # Whether each of them reads failures alone: with nothing remembered of an agent, none
+        # has a memory until a call fails (`_start`).
+        self._failures_only = all(detector.reads == "failures" for detector in self._remembering)
         # The detectors that count and report, and neither remind nor escalate (`remind` False).
         self._reporting = frozenset(
             detector.name for detector in detectors if not detector.options.remind
@@ -319,7 +328,7 @@ class LoopCounter:
         """`count`'s loop: each tracked call keyed, its streak, what each detector counted."""
         tool, key, result = record.get("tool", ""), record.get("key", ""), record.get("result", "")
         run = carried = record.get("count", 0)
-        in_use = self._start(record)
+        in_use, remembers = self._start(record)
         unanswered = (
             not turn.spoke_after
         )  # the user spoke after the calls: nothing they drew is due
@@ -348,11 +357,21 @@ class LoopCounter:
             if longest is None or run > longest[1]:
                 longest = (name, run)
             reminder = stopped = None
-            # Nothing is due below the first threshold unless a detector with a memory or a
-            # limit may call for something: most calls under the defaults need nothing more.
-            may_be_due = self._stateful or self._limit is not None or run >= rules.thresholds[0]
+            failed = self.failed(call.failed, read[0])
+            # The detectors are shown a call that may draw something: its run at a threshold
+            # or at the limit, a detector with a memory of the agent (a success makes it
+            # forget), a failure (one that reads failures starts its memory). Most calls draw
+            # nothing and are shown to none.
+            may_be_due = (
+                not self._by_run
+                or run >= rules.thresholds[0]
+                or (self._limit is not None and run >= self._limit)
+                or remembers
+                or (failed and call.result is not None and self._stateful)
+            )
             if may_be_due or observe is not None:
-                found, failed = self._detect(in_use, call, new_key, run, read, arguments)
+                found, started = self._detect(in_use, call, new_key, run, read, arguments, failed)
+                remembers = remembers or started  # a failure started a detector's memory
                 if unanswered and may_be_due:
                     # The streak the turn started with was at the limit, and every call since
                     # went on with it: the model read what the limit drew, and insisted.
@@ -372,7 +391,7 @@ class LoopCounter:
             reminders_reach_model and escalation is None and any(r.reminds for r in reminders)
         )
         new = counted(record, turn.id, tool, key, run, result, reminded)
-        if self._stateful:
+        if remembers or (self._stateful and "detectors" in new):  # most turns: nothing to keep
             _keep(in_use, new)
         if not unanswered:
             new = self.reset(new)
@@ -380,17 +399,21 @@ class LoopCounter:
             return Count(new, (), escalation, tracked, longest, followups)
         return _make(Count, (new, reminders, None, tracked, longest, followups))
 
-    def _start(self, record: Record) -> _InUse:
+    def _start(self, record: Record) -> tuple[_InUse, bool]:
         """The detectors in use, with what they remember of the agent, for one turn.
 
         The same every turn when none remembers anything (`repeat` alone; never changed then).
         A detector that reads failures and remembers nothing of the agent gets its memory at
         the first failure (`_detect`): most turns succeed, and a success tells it nothing.
+        Also whether one has a memory, which then sees every call.
         """
         if not self._stateful:
-            return self._in_use
-        memories = record.get("detectors", {})
-        return [
+            return self._in_use, False
+        memories = record.get("detectors")
+        if not memories and self._failures_only:
+            return self._in_use.copy(), False  # most turns: nothing remembered, nothing failed
+        memories = memories or {}
+        in_use = [
             (
                 detector,
                 levels,
@@ -400,6 +423,7 @@ class LoopCounter:
             )
             for detector, levels, _ in self._in_use
         ]
+        return in_use, any(kept is not None for _, _, kept in in_use)
 
     def _progress(
         self, rules: Rules, call: Call, same: bool, result: str
@@ -407,7 +431,8 @@ class LoopCounter:
         """Whether the call still repeats, the result kept, and the call's result as read.
 
         The result is read (`_read`) where a detector in use reads results, or results are
-        progress (`result_aware`): then the same call with a new result starts a new run.
+        progress (`result_aware`): then the same call with a new result starts a new run. The
+        result as read is the detectors' (unread, `_UNREAD`, when none reads results).
         """
         read = _UNREAD
         if call.result is not None and (rules.result_aware or self._reads):
@@ -417,7 +442,7 @@ class LoopCounter:
         outcome = read[2]
         if same and result and outcome and outcome != result:
             same = False  # a new result of the same call is progress
-        return same, outcome, read
+        return same, outcome, read if self._reads else _UNREAD
 
     def predict(
         self,
@@ -446,15 +471,19 @@ class LoopCounter:
         run: int,
         read: tuple[str, str, str],
         arguments: str,
+        failed: bool,
     ) -> tuple[_Found, bool]:
-        """What each detector in use counted for a call, by precedence; and whether it failed."""
+        """What each detector in use counted for a call, by precedence (`failed`: the call's).
+
+        Also whether the call started a detector's memory of the agent.
+        """
         result = call.result
-        text, compared, outcome = read if self._reads else _UNREAD
-        failed = self.failed(call.failed, text)
+        text, compared, outcome = read
         seen = _make(
             Seen, (call.tool, key, run, result, failed, text, outcome, arguments, compared)
         )
         found = []
+        started = False
         for index, (detector, levels, kept) in enumerate(in_use):
             if result is None and detector.reads != "calls":
                 continue  # a call whose result is unknown tells it nothing
@@ -464,10 +493,11 @@ class LoopCounter:
                     continue
                 memory = detector.start({})
                 in_use[index] = (detector, levels, memory)
+                started = True
             number = detector.see(memory, seen)
             if number is not None:
                 found.append((detector, levels, memory, number))
-        return found, failed
+        return found, started
 
     def _reminder(
         self, found: _Found, rules: Rules, call: Call, arguments: str, *, key: str, position: int

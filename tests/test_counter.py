@@ -488,3 +488,19 @@ def test_a_detector_with_nothing_to_remember_yet_leaves_the_later_ones_their_cou
     config = ReminderConfig(detect=["repeat", "same_error", "stale"], stale_thresholds=[2])
     turns = [[c(result="r")], [c(tool="other", result="o")], [c(result="r")]]
     assert play(turns, config)[1] == [("stale", "gentle", "probe", 2)]
+
+
+def test_a_failure_in_a_quiet_turn_shows_the_detectors_the_rest_of_the_turn() -> None:
+    # Under the defaults a call below every threshold and the limit is shown to no detector,
+    # unless one remembers something of the agent: a failure starts same_error's memory, and
+    # the success after it in the same turn ends that streak.
+    counter = LoopCounter(ReminderConfig())
+    failing = Call("1", "book", {"seat": 1}, "Error: sold out", True)
+    alone = counter.count({}, Turn("t1", (failing,)))
+    assert alone.record is not None
+    assert alone.record["detectors"]["same_error"]["failures"] == 1
+
+    then_booked = counter.count({}, Turn("t1", (failing, Call("2", "book", {"seat": 2}, "ok"))))
+    assert then_booked.record is not None
+    assert "same_error" not in then_booked.record.get("detectors", {})
+    assert not then_booked.reminders

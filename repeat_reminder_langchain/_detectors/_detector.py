@@ -124,6 +124,10 @@ class Detector(ABC):
     remembers nothing of the agent)."""
     legacy: ClassVar[tuple[str, ...]] = ()
     """The fields that held its memory in a record of a development build before 0.4.0."""
+    by_run: ClassVar[bool] = False
+    """Its count is the run of identical calls (`Seen.streak`), under each tool's own
+    thresholds: a call whose run is below the first of them and below `escalate_after` draws
+    nothing from it, and is not shown to it (most calls, under the defaults)."""
 
     # Derived from `memory` when it is built (and `check`, below): a detector writes none.
     start: Callable[[Mapping[str, Any]], Any]

@@ -21,6 +21,7 @@ class Repeat(Detector):
     name = "repeat"
     settings = _Settings
     reads = "calls"
+    by_run = True
     words = Words(
         gentle=(
             "You have called `{tool}` {count} times in a row with exactly the same arguments. "
