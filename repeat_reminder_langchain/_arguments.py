@@ -53,10 +53,13 @@ def _by_model(model: type[BaseModel]) -> Reading:
         if not field.is_required()
     }
     texts = _texts(model)
+    defaulted = defaults.keys()
 
     def read(args: dict[str, Any]) -> dict[str, Any]:
         if texts is not None and texts(args):
             # Text the schema takes as it is: validating would give back the same values.
+            if defaulted.isdisjoint(args):
+                return args  # most calls: no field with a default given, nothing to leave out
             given = [name for name, default in defaults.items() if args.get(name, ...) == default]
             if not given:
                 return args  # the call as sent: the turn is not copied for it
@@ -123,7 +126,7 @@ def _texts(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool] | None:
         )
     ):
         return None
-    required = [name for name, field in fields.items() if field.is_required()]
+    required = frozenset(name for name, field in fields.items() if field.is_required())
     nullable = frozenset(name for name, field in fields.items() if field.annotation is not str)
     closed = model.model_config.get("extra") == "forbid"
 
@@ -134,7 +137,7 @@ def _texts(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool] | None:
                     return False
             elif closed:
                 return False  # refused: validating says so
-        return all(name in args for name in required)
+        return args.keys() >= required
 
     return given_text
 
