@@ -203,9 +203,7 @@ class Guard:
         # notes them (the middleware); a turn not noted counts with the face's own.
         self.turns = ToolsOf(self.tools)
         self.stats = Stats(metrics_for(meter_provider, name))
-        self.reminders_reach_model = (
-            config.mode == "remind"
-        )  # whether reminders can reach the model
+        self.reminders_reach_model = config.mode == "remind"  # not when it only observes
         self.keeps_run = keeps_run
         self.words = UserWords(config.words) if config.words else None  # most guards have none
         # How it stops a loop (None: it never does): what a face must do around the model
