@@ -153,10 +153,6 @@ _InUse = list[tuple[Detector, "Levels | None", Any]]  # each detector in use, wi
 _Found = list[tuple[Detector, "Levels | None", Any, int]]  # and what it counted for a call
 
 
-# A named tuple built without its Python-level constructor: this runs on every turn.
-_make = tuple.__new__
-
-
 class LoopCounter:
     """A configuration compiled for counting: call `count` once per finished model turn.
 
@@ -397,7 +393,7 @@ class LoopCounter:
             new = self.reset(new)
         if escalation is not None:
             return Count(new, (), escalation, tracked, longest, followups)
-        return _make(Count, (new, reminders, None, tracked, longest, followups))
+        return Count(new, reminders, None, tracked, longest, followups)
 
     def _start(self, record: Record) -> tuple[_InUse, bool]:
         """The detectors in use, with what they remember of the agent, for one turn.
@@ -479,9 +475,7 @@ class LoopCounter:
         """
         result = call.result
         text, compared, outcome = read
-        seen = _make(
-            Seen, (call.tool, key, run, result, failed, text, outcome, arguments, compared)
-        )
+        seen = Seen(call.tool, key, run, result, failed, text, outcome, arguments, compared)
         found = []
         started = False
         for index, (detector, levels, kept) in enumerate(in_use):

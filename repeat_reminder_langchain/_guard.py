@@ -150,9 +150,6 @@ class TurnResult(NamedTuple):
     turn: Turn
 
 
-_make = tuple.__new__  # named tuples built without their Python-level constructor: every turn
-
-
 class Guard:
     """What every face holds: the configuration compiled, the tools' policies, the totals.
 
@@ -292,13 +289,12 @@ class Guard:
             else:
                 update = self.records.write(where, found.record)
             if quiet:
-                report = _make(
-                    Report,
-                    (found, self.stats, self.config, delivery, None, None, None, "", False),
+                report = Report(
+                    found, self.stats, self.config, delivery, None, None, None, "", False
                 )
             else:
                 report = self._report(found, delivery, run_config or current_run_config(), None)
-            return _make(TurnResult, (found, update, messages, False, None, report, turn))
+            return TurnResult(found, update, messages, False, None, report, turn)
         run_config = run_config or current_run_config()
         return self._act(
             where,
