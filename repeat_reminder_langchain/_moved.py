@@ -1,8 +1,8 @@
-"""0.2.0's module paths, kept for 0.4 only: each of their names is found where it lives now.
+"""0.2.0's module paths, kept until 0.6.0: each of their names is found where it lives now.
 
 0.2.0 published its implementation modules (`repeat_reminder_langchain.config`, `.events`,
 `.tooling.logs`, ...); 0.4.0 made them private. A name imported from one of those paths still
-works in 0.4: it is today's object, and the import warns with what to import instead
+works until 0.6.0: it is today's object, and the import warns with what to import instead
 (`LangChainDeprecationWarning`, a `DeprecationWarning` that langchain-core shows by default). A
 name that no longer exists raises `ImportError`, saying what replaced it and where the migration
 guide is. `MOVED` is the table the guide (docs/migration.md) prints.

@@ -55,7 +55,7 @@ ROOMS = {
     "translation": {"_conversation", "_messages", "replay"},
     "reporting": {"_events", "_metrics", "_stats"},
     "faces": {"_guard", "_wiring", "_callbacks", "_graph", "_middleware", "_prebuilt"},
-    # 0.2.0's module paths, each a name table's lookup (`_moved`), for 0.4 only.
+    # 0.2.0's module paths, each a name table's lookup (`_moved`), until 0.6.0.
     "moved": {
         "_moved",
         "callbacks",

@@ -1,4 +1,4 @@
-"""0.2.0's `tooling.progress` (0.4 only): each name warns where it is now."""
+"""0.2.0's `tooling.progress` (until 0.6.0): each name warns where it is now."""
 
 from .._moved import moved as _moved
 
