@@ -313,7 +313,7 @@ class LogReader:
         pending: list[Any] = []  # message dicts one value each: together one conversation
         pending_at: _Where | None = None
         read = 0
-        for value, where in values:
+        for value, where in _empty_lines(values):
             if isinstance(value, Mapping) and _is_message(value):
                 if read:
                     self._skip(f"{where}: mixes single messages and whole conversations")
@@ -338,10 +338,8 @@ class LogReader:
 
     def _from_value(self, value: Any, where: _Where) -> Iterator[Conversation]:
         """The conversations one top-level value holds (a list of them, or one)."""
-        if isinstance(value, list) and not value:
-            return  # an empty list holds no conversation
         try:
-            if isinstance(value, list) and not _is_message(value[0]):
+            if isinstance(value, list) and value and not _is_message(value[0]):
                 if not all(isinstance(item, (list, Mapping)) for item in value):
                     raise LogError(f"{where}: a list of conversations holds something else")
                 for number, item in enumerate(value):
@@ -427,6 +425,23 @@ class _NotJson:
 
 
 _NOT_JSON: Any = _NotJson()
+
+
+def _empty_lines(values: Iterable[tuple[Any, _Where]]) -> Iterator[tuple[Any, _Where]]:
+    """The values, but a first line that is an empty list only when another value follows it.
+
+    An empty list is one conversation, an empty one (read with a note; it was dropped, and
+    nothing said so), except as a file's one value: that file holds no conversation.
+    """
+    held: _Where | None = None
+    for number, (value, where) in enumerate(values):
+        if held is not None:
+            yield [], held
+            held = None
+        if not number and isinstance(value, list) and not value and where.line is not None:
+            held = where
+            continue
+        yield value, where
 
 
 def _loads(data: bytes) -> Any:

@@ -333,12 +333,12 @@ def test_an_empty_conversation_is_read_with_a_note_and_the_audit_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loop = {"id": "loop", "messages": openai_loop(3)}
-    lines = [{"id": "e", "messages": []}, loop, {"messages": [], "tags": []}, [[]]]
+    lines = [{"id": "e", "messages": []}, loop, {"messages": [], "tags": []}, [[]], []]
     path = write(tmp_path, "runs.jsonl", "\n".join(map(json.dumps, lines)))
 
     found = run_json(capsys, ["audit", path])
     # Nothing in them is bad, and there is nothing to count: each is a conversation read.
-    assert found["conversations"] == 4
+    assert found["conversations"] == 5
     assert found["skipped"] == 0
     assert [f["id"] for f in found["findings"]] == ["loop"]
     assert capsys.readouterr().err == ""  # said once, while reading (run_json read it)
@@ -349,10 +349,34 @@ def test_an_empty_conversation_is_read_with_a_note_and_the_audit_goes_on(
         f"note: {path}:3: an empty conversation (the record's lists 'messages', 'tags' are "
         "empty): read, with nothing to count",
         f"note: {path}:4: conversation 0: an empty conversation: read, with nothing to count",
+        # A line `[]` was dropped, and nothing said so.
+        f"note: {path}:5: an empty conversation: read, with nothing to count",
     ]
     # --suggest reads them twice, and says them once.
     assert main(["audit", path, "--suggest", "--quiet"]) == 0
-    assert len(capsys.readouterr().err.splitlines()) == 3
+    assert len(capsys.readouterr().err.splitlines()) == 4
+
+
+def test_a_first_line_that_is_an_empty_list_is_an_empty_conversation_of_the_file(
+    tmp_path: Path,
+) -> None:
+    # The file's first value alone could be a JSON file of no conversations (refused, above);
+    # a line that follows makes it one line of JSON Lines: an empty conversation.
+    said: list[str] = []
+    lines = [[], {"id": "loop", "messages": openai_loop(3)}]
+    path = write(tmp_path, "runs.jsonl", "\n".join(map(json.dumps, lines)))
+    found = list(LogReader(note=said.append).read([path]))
+
+    assert [bool(c.messages) for c in found] == [False, True]
+    assert [c.index for c in found] == [0, 1]
+    assert said == [f"{path}:1: an empty conversation: read, with nothing to count"]
+
+    # So is an empty list in a JSON file's array of conversations (it was dropped unsaid).
+    said.clear()
+    pretty = write(tmp_path, "runs.json", json.dumps(lines, indent=2))
+    found = list(LogReader(note=said.append).read([pretty]))
+    assert [bool(c.messages) for c in found] == [False, True]
+    assert said == [f"{pretty}: item 0: an empty conversation: read, with nothing to count"]
 
 
 def test_many_empty_conversations_are_said_in_a_few_lines(tmp_path: Path) -> None:
