@@ -325,9 +325,8 @@ class LoopCounter:
         tool, key, result = record.get("tool", ""), record.get("key", ""), record.get("result", "")
         run = carried = record.get("count", 0)
         in_use, remembers = self._start(record)
-        unanswered = (
-            not turn.spoke_after
-        )  # the user spoke after the calls: nothing they drew is due
+        # The user spoke after the calls: nothing they drew is due.
+        unanswered = not turn.spoke_after
         # Most turns draw nothing and follow nothing up: no list is made for them.
         reminders: Sequence[Reminder] = ()
         escalation: Escalation | None = None

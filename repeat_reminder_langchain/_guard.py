@@ -394,7 +394,7 @@ class Guard:
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             # Noted once, for a model that takes no system message: its requests are searched.
-            if not record.get("system") and any(m.type == "system" for m in messages):
+            if any(m.type == "system" for m in messages):
                 record = noting_system(record)
             update = self.records.write(where, record)
             if self.keeps_run and report.run not in (None, invocation):

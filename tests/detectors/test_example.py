@@ -97,6 +97,31 @@ def test_a_registered_detector_keeps_its_own_defaults(registered: None) -> None:
     assert reminders(messages) == [("gentle", "probe", 4)]
 
 
+class Urgent(Detector):
+    """A call whose arguments say "urgent", whatever the run: it keeps no memory."""
+
+    name = "urgent"
+    reads = "calls"
+    words = Words(gentle="`{tool}` is urgent.", detailed="`{tool}`, urgent.", stopped="urgency")
+
+    def see(self, memory: None, seen: Seen) -> int | None:
+        return 3 if '"urgent"' in seen.arguments else None
+
+
+def test_a_detector_that_keeps_no_memory_is_shown_a_call_below_every_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only a detector that counts the run (`by_run`, repeat's) has nothing to say below a
+    # tool's first threshold; another that keeps no memory is shown every call all the same.
+    monkeypatch.setitem(DETECTORS, Urgent.name, Urgent)
+    guard = RepeatToolReminderMiddleware(detect=["repeat", "urgent"])
+    script = [turn(call("probe", {"q": "a"})), turn(call("probe", {"q": "urgent"}))]
+    messages = create_agent(scripted(script), tools=[probe], middleware=[guard]).invoke(ask())
+    assert_adjacent(messages["messages"])
+
+    assert reminders(messages["messages"]) == [("gentle", "probe", 3)]
+
+
 def test_a_registered_detectors_own_option_reaches_it(registered: None) -> None:
     # Every result fails by the pattern; the option leaves failures out of the count.
     settings = {"detect": ["same_tool"], "error_pattern": "^probed"}
