@@ -185,7 +185,9 @@ def _record(
             if "before_model" in hooks:
                 keep(run("before_model", state, None))
                 state = {"messages": messages, **fields}
-            answer = tool_turn(2_000_000 + index)
+            # The model's answer is the turn the next conversation ends with, as in a run: the
+            # turn `before_model` counts is the one the model's call before it made.
+            answer = turns[index + 1][-2] if index + 1 < len(turns) else tool_turn(2_000_000)
             response = ModelResponse(result=[answer])
             if "wrap_model_call" in hooks:
                 request = ModelRequest(
