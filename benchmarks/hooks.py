@@ -59,6 +59,7 @@ from repeat_reminder_langchain._messages import reminder_message
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
 from .floor import FloorMiddleware
 from .measure import Row, Samples, interleaved
+from .single_pass import SinglePassMiddleware
 
 __all__ = ["run"]
 
@@ -75,6 +76,9 @@ EVERY_DETECTOR: dict[str, Any] = {
 # same run: the least a guard that compares arguments and keeps its count in the checkpoint
 # does, so that the targets mean the same on any machine.
 REFERENCE = "floor"
+# The default guard's rules for a turn that draws nothing, in one function (single_pass.py):
+# the guard's `before_model` over it is what the guard's layers cost.
+LAYERED = "single pass"
 TARGETS = {"guard": 1.5, "guard, every detector": 3.0}
 FLAT = 1.05
 # A request to a model that takes no system message, in a thread with reminders stored as
@@ -92,6 +96,7 @@ GUARDS: dict[str, Callable[[], AgentMiddleware[Any, Any, Any]]] = {
     "ToolCallLimitMiddleware": lambda: ToolCallLimitMiddleware(thread_limit=10**9),
     "ModelCallLimitMiddleware": lambda: ModelCallLimitMiddleware(thread_limit=10**9),
     "floor": FloorMiddleware,  # see floor.py: a reference, not a guard
+    "single pass": SinglePassMiddleware,  # see single_pass.py: a reference, not a guard
     "LoopGuardMiddleware": lambda: LoopGuardMiddleware(warn_at=10**9, stop_at=10**9 + 1),
     "ProgressAwareLoopGuardMiddleware": lambda: ProgressAwareLoopGuardMiddleware(stop_at=10**9),
     "ToolRecoverMiddleware": lambda: ToolRecoverMiddleware(
@@ -345,6 +350,7 @@ def _guard_rows(rounds: int) -> list[Row]:
                 )
             )
     rows += _peer_rows(totals)
+    rows += _layering_rows(added)
     rows += _size_rows(added)
     return rows
 
@@ -398,6 +404,28 @@ def _peer_rows(totals: dict[tuple[str, int], float]) -> list[Row]:
                 totals[("guard", size)] / totals[(cheapest, size)],
                 "ratio",
                 1.0,
+            )
+        )
+    return rows
+
+
+def _layering_rows(added: dict[tuple[str, int, str], list[float]]) -> list[Row]:
+    """The default guard's `before_model` over the single pass's, round by round: its layers."""
+    rows = []
+    for size in (SHORT, LONG):
+        guard, single = (
+            added[("guard", size, "before_model")],
+            added[(LAYERED, size, "before_model")],
+        )
+        ratios = [g / s for g, s in zip(guard, single, strict=True) if s > 0]
+        rows.append(
+            Row(
+                f"hooks.guard.before_model.over_single_pass.{size}",
+                f"guard / {LAYERED}: before_model, {size:,} msgs (the guard's layers)",
+                _median(ratios),
+                "ratio",
+                None,
+                _spread(ratios),
             )
         )
     return rows
