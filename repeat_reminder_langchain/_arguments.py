@@ -56,14 +56,17 @@ def _by_model(model: type[BaseModel]) -> Reading:
     defaulted = defaults.keys()
 
     def read(args: dict[str, Any]) -> dict[str, Any]:
-        if texts is not None and texts(args):
-            # Text the schema takes as it is: validating would give back the same values.
+        if texts is not None:
             if defaulted.isdisjoint(args):
-                return args  # most calls: no field with a default given, nothing to leave out
-            given = [name for name, default in defaults.items() if args.get(name, ...) == default]
-            if not given:
-                return args  # the call as sent: the turn is not copied for it
-            return {name: value for name, value in args.items() if name not in given}
+                # Most calls: no field with a default named, nothing to leave out. Validating
+                # gives back the text sent, or refuses what is not (read as sent): as sent.
+                return args
+            if texts(args):
+                # Text the schema takes as it is: validating would give back the same values.
+                given = [n for n, default in defaults.items() if args.get(n, ...) == default]
+                if not given:
+                    return args  # the call as sent: the turn is not copied for it
+                return {name: value for name, value in args.items() if name not in given}
         try:
             read = model.model_validate(args)
             fields = read.model_dump(mode="json")
@@ -108,9 +111,10 @@ def _texts(model: type[BaseModel]) -> Callable[[dict[str, Any]], bool] | None:
 
     A call that does (every field it needs, each a string, or None where the field takes
     None) is validated into the very values it sent, so reading it is leaving its defaults
-    out: most tools take text, and their calls are read in a fraction of the time. None: the
-    model has another field, an alias, a constraint, a validator or a serializer; every call
-    is validated.
+    out; a call that names no field with a default is read as sent, whether validating would
+    give its values back or refuse them. Most tools take text, and their calls are read in a
+    fraction of the time. None: the model has another field, an alias, a constraint, a
+    validator or a serializer; every call is validated.
     """
     fields = model.model_fields
     decorators = model.__pydantic_decorators__

@@ -238,6 +238,10 @@ _TEXT_ARGS = [
     {"pattern": "TODO", "path": ".", "glob": 7},  # not text where the field takes None
     {"path": "a", "mode": "r", "more": 1},  # a key no field takes, where none is let in
     {"p": "", "path": "."},  # the name a field is taken by
+    # No field with a default named: read as sent, refused or not.
+    {"more": 1},
+    {"pattern": "TODO", "more": 1},
+    {"pattern": ["TODO"]},
 ]
 
 
