@@ -382,7 +382,7 @@ class LoopCounter:
                 if observe is not None:
                     counts = {detector.name: number for detector, _, _, number in found}
                     observe(CallTrace(position, call, run, counts, reminder, stopped, failed))
-        reminded = (
+        reminded = bool(reminders) and (  # most turns: none, and no generator made for them
             reminders_reach_model and escalation is None and any(r.reminds for r in reminders)
         )
         new = counted(record, turn.id, tool, key, run, result, reminded)
