@@ -69,8 +69,10 @@ def _by_model(model: type[BaseModel]) -> Reading:
                 return {name: value for name, value in args.items() if name not in given}
         try:
             read = model.model_validate(args)
-            fields = read.model_dump(mode="json")
-        except Exception:  # refused (or not JSON once read): the tool sees what was sent
+            # As Python values, which the key writes in its canonical form: JSON mode would
+            # write a set as a list in its hashes' order, which differs from process to process.
+            fields = read.model_dump()
+        except Exception:  # refused (or not written back once read): the tool sees what was sent
             return args
         for name, default in defaults.items():
             if getattr(read, name, None) == default:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from typing import Annotated, Any
 
 import pytest
@@ -65,6 +68,46 @@ def test_aliases_are_read_as_field_names_and_arguments_no_field_takes_are_kept()
 
 def test_a_call_the_schema_refuses_is_read_as_sent() -> None:
     assert read(read_file.tool_call_schema, {"offset": "ten"}) == '{"offset":"ten"}'
+
+
+class Tagged(BaseModel):
+    query: str
+    tags: list[str] = Field(default_factory=list)
+
+
+def test_a_default_made_by_a_factory_is_left_out_as_a_default_is() -> None:
+    assert read(Tagged, {"query": "x", "tags": []}) == read(Tagged, {"query": "x"})
+    assert read(Tagged, {"query": "x", "tags": ["a"]}) == '{"query":"x","tags":["a"]}'
+
+
+_KEY_OF_A_SET = """
+import sys
+from pydantic import BaseModel
+from repeat_reminder_langchain._arguments import reading
+from repeat_reminder_langchain._canonical import canonicalize
+
+class Labels(BaseModel):
+    labels: set[str]
+
+sys.stdout.write(canonicalize(reading(Labels)({"labels": ["d", "c", "b", "a", "e"]})))
+"""
+
+
+def test_a_call_giving_a_set_is_read_alike_in_every_process() -> None:
+    # A set's order is its hashes', which each process draws anew: read into a list in that
+    # order, one call would get another key in each worker, and a thread resumed elsewhere
+    # would count it from 1 again.
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", _KEY_OF_A_SET],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3)
+    }
+    assert keys == {'{"labels":["a","b","c","d","e"]}'}
 
 
 def test_json_schema_tools_get_their_declared_defaults() -> None:
