@@ -469,6 +469,17 @@ def test_the_error_pattern_judges_only_known_results_and_only_for_parts_that_rea
     assert failed(["repeat"]) == [False, False]  # no part reads results: none is judged
 
 
+def test_the_error_pattern_reads_the_result_as_the_tool_wrote_it() -> None:
+    # Not as normalised for comparing results: a pattern may name what normalising sets aside.
+    config = ReminderConfig(
+        detect=["repeat", "same_error"], error_pattern=r"\Ajob [0-9a-f-]{36} failed"
+    )
+    result = "job 123e4567-e89b-12d3-a456-426614174000 failed"
+    trace: list[CallTrace] = []
+    count({}, "t", [c("a", result=result)], config, trace=trace)
+    assert [entry.failed for entry in trace] == [True]
+
+
 def test_a_failure_the_pattern_marks_is_no_output_for_same_output() -> None:
     long_error = "Error: " + "the card was declined by the issuing bank " * 2
     turns = [[c(tool="book", args={"card": n}, result=long_error)] for n in range(3)]

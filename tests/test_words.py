@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import repeat_reminder_langchain
 from repeat_reminder_langchain import (
     ConfigError,
     Escalation,
@@ -233,6 +236,29 @@ def test_words_for_a_detector_not_detected_draw_one_warning_where_the_guard_is_b
     assert warning.filename == __file__
     with pytest.warns(RepeatToolReminderWarning, match="words for stale, cycle, which are not"):
         ReminderConfig(words={"stale": {"gentle": "x"}, "cycle": {"final": "y"}})
+
+
+def test_a_warning_with_no_user_code_to_point_at_points_at_the_library_that_asked() -> None:
+    # A guard built in a thread a library started (here `threading`, called straight on the
+    # constructor): the warning names the first library frame that called the package, so
+    # that a filter by module matches it, never the guard's own code.
+    warned: list[warnings.WarningMessage] = []
+
+    def build() -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            worker = threading.Thread(
+                target=ReminderConfig, kwargs={"words": {"stale": {"gentle": "x"}}}
+            )
+            worker.start()
+            worker.join()
+        warned.extend(caught)
+
+    build()
+    (warning,) = [w for w in warned if w.category is RepeatToolReminderWarning]
+    package = Path(repeat_reminder_langchain.__file__).parent
+    assert not Path(warning.filename).is_relative_to(package)
+    assert warning.filename == threading.__file__
 
 
 def test_a_level_at_the_top_of_a_settings_files_words_says_where_it_goes(tmp_path: Path) -> None:
