@@ -386,7 +386,7 @@ class LoopCounter:
             reminders_reach_model and escalation is None and any(r.reminds for r in reminders)
         )
         new = counted(record, turn.id, tool, key, run, result, reminded)
-        if remembers or (self._stateful and "detectors" in new):  # most turns: nothing to keep
+        if remembers:  # most turns: no detector in use remembers anything, nothing to keep
             _keep(in_use, new)
         if not unanswered:
             new = self.reset(new)
