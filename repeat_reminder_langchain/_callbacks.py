@@ -148,7 +148,7 @@ class RepeatToolReminderCallbackHandler(BaseCallbackHandler):
     the node, the handler still counts (when the model is next called), but its reminders
     reach no model: they are reported as not delivered, and it warns once.
 
-    RecordStore of a conversation with a `thread_id` outlive the run (a resumed or continued
+    The records of a conversation with a `thread_id` outlive the run (a resumed or continued
     thread keeps counting); those of a run without one are forgotten when it ends. At most
     `max_agents` agents are remembered, the least recently used forgotten first.
 

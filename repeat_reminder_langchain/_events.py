@@ -169,7 +169,7 @@ class Report(NamedTuple):
     named: bool = False
 
 
-def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
+def report(reported: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
     """Add a turn to the guard's stats; log what it found, and send its events.
 
     This is the one place a guard's stats (and so its metrics) are added to. Events go out
@@ -177,17 +177,17 @@ def report(told: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
     await. None: nothing to report (a human's answer resumed a loop reported when they were
     asked).
     """
-    if told is None:
+    if reported is None:
         return []
-    found = told.found
+    found = reported.found
     if not found.reminders and found.escalation is None:
-        told.stats.add(found)  # most turns: nothing to tell
+        reported.stats.add(found)  # most turns: nothing to tell
         return []
     sending: list[Awaitable[None]] = []
-    for name, data in _count_and_log(told):
+    for name, data in _count_and_log(reported):
         _write(name, data)
         try:
-            sent = dispatch(name, data, config=told.run_config)
+            sent = dispatch(name, data, config=reported.run_config)
         except Exception:  # outside a run there is no one to tell
             logger.debug("%s event not dispatched", name, exc_info=True)
         else:
@@ -211,12 +211,17 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
         logger.debug("%s event not written to the custom stream", name, exc_info=True)
 
 
-def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
+def _count_and_log(reported: Report) -> list[tuple[str, Mapping[str, Any]]]:
     """Add the turn's count to the stats, log what it found; its events."""
-    counted, config, thread, guard = told.found, told.config, told.thread, told.guard
-    where = _where(thread, told.run, guard if told.named else None)
-    delivered = told.delivery == "sent" and config.mode == "remind"
-    told.stats.add(counted, delivered=delivered)
+    counted, config, thread, guard = (
+        reported.found,
+        reported.config,
+        reported.thread,
+        reported.guard,
+    )
+    where = _where(thread, reported.run, guard if reported.named else None)
+    delivered = reported.delivery == "sent" and config.mode == "remind"
+    reported.stats.add(counted, delivered=delivered)
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         sent = delivered and reminder.reminds
@@ -238,7 +243,7 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             _arguments(reminder, config),
             where,
             # The same, as fields, for structured logging.
-            extra={SOURCE: data, "thread_id": thread, "run_id": told.run},
+            extra={SOURCE: data, "thread_id": thread, "run_id": reported.run},
         )
         events.append((REMINDER_EVENT, data))
     if counted.escalation is not None:
@@ -257,7 +262,7 @@ def _count_and_log(told: Report) -> list[tuple[str, Mapping[str, Any]]]:
             escalation.limit,
             _arguments(escalation, config),
             where,
-            extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": told.run},
+            extra={ESCALATION_EVENT: logged, "thread_id": thread, "run_id": reported.run},
         )
         events.append((ESCALATION_EVENT, escalated))
     return events
@@ -272,9 +277,9 @@ def _where(thread: str | None, run: str | None, guard: str | None = None) -> str
     )
 
 
-def _arguments(told: Reminder | Escalation, config: ReminderConfig) -> str:
+def _arguments(due: Reminder | Escalation, config: ReminderConfig) -> str:
     """The arguments as a log line names them: the digest, with the preview if asked for."""
-    return f"{told.digest} {told.arguments}" if config.log_arguments else told.digest
+    return f"{due.digest} {due.arguments}" if config.log_arguments else due.digest
 
 
 def _without_arguments(event: EscalationEvent) -> dict[str, Any]:

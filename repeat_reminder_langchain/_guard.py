@@ -557,7 +557,7 @@ def thread_of(run_config: RunnableConfig | None) -> str | None:
 
 
 class StateStore:
-    """RecordStore kept in graph state, under `key` (and, for middleware instances, by `name`).
+    """The `RecordStore` in graph state: records under `key` (by `name` too, for middleware).
 
     Every instance writes only its own entry: the middleware's field merges the entries
     written in one step. A record is checked when read, unless it equals the one this store

@@ -319,16 +319,16 @@ class UserWords:
         self._words = words
         self._failed: set[tuple[str, str]] = set()
 
-    def say(self, told: Reminder | Escalation, seen: LoopContext | None = None) -> str:
+    def say(self, due: Reminder | Escalation, seen: LoopContext | None = None) -> str:
         """The words of a reminder, or of a run's end: the user's, or the guard's own.
 
         `seen`: what a run's end may quote of the conversation (`Escalation.say`).
         """
-        own: Callable[..., str] = told.say
-        level: str = told.level if isinstance(told, Reminder) else "final"
-        if isinstance(told, Escalation):
-            own = partial(told.say, seen=seen)
-        entry = _entry(self._words, told.detector, level)
+        own: Callable[..., str] = due.say
+        level: str = due.level if isinstance(due, Reminder) else "final"
+        if isinstance(due, Escalation):
+            own = partial(due.say, seen=seen)
+        entry = _entry(self._words, due.detector, level)
         if entry is None:
             return own()  # no words of the user's for this one
         try:

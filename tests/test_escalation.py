@@ -65,6 +65,16 @@ def ended(messages: list[Any]) -> dict[str, Any] | None:
     return None
 
 
+def ended_in_the_loops_name(messages: list[Any], count: int) -> None:
+    """The run ended in the name of the loop the model was asked at 4 to end, counted `count`."""
+    assert_adjacent(messages)
+    asked = tag_of(messages[-4]) or {}
+    assert (asked["level"], asked["count"]) == ("escalated", 4)
+    tag = ended(messages)
+    assert tag is not None
+    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", count, asked["digest"])
+
+
 def tool_calls(messages: list[Any]) -> int:
     return sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
 
@@ -327,12 +337,7 @@ def test_a_different_call_after_the_request_ends_the_run_in_the_name_of_the_loop
         agent = guarded(Finisher(then={"q": "new"}), **FINISH)
         messages = agent.invoke(ask("loop 50"))
 
-    assert_adjacent(messages)
-    asked = tag_of(messages[-4]) or {}
-    assert (asked["level"], asked["count"]) == ("escalated", 4)
-    tag = ended(messages)
-    assert tag is not None
-    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 4, asked["digest"])
+    ended_in_the_loops_name(messages, 4)
     assert "the same call with the same arguments 4 times" in str(messages[-1].content)
     assert "probe × 4" in caplog.records[-1].getMessage()
 
@@ -352,12 +357,7 @@ def test_the_loops_call_after_the_request_counts_on_as_its_tools_policy_keys_it(
     agent = guarded(Finisher(then={"q": "same", "nonce": "late"}), tools=[probe], **FINISH)
     messages = agent.invoke(ask("loop 50"))
 
-    assert_adjacent(messages)
-    asked = tag_of(messages[-4]) or {}
-    assert (asked["level"], asked["count"]) == ("escalated", 4)
-    tag = ended(messages)
-    assert tag is not None
-    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 5, asked["digest"])
+    ended_in_the_loops_name(messages, 5)
     assert "the same call with the same arguments 5 times" in str(messages[-1].content)
 
 
@@ -368,11 +368,7 @@ def test_a_call_to_an_untracked_tool_after_the_request_ends_the_run_in_the_name_
     model = Finisher(then={"q": "look"}, then_tool="other")
     messages = guarded(model, exclude=["other"], **FINISH).invoke(ask("loop 50"))
 
-    assert_adjacent(messages)
-    asked = tag_of(messages[-4]) or {}
-    tag = ended(messages)
-    assert tag is not None
-    assert (tag["tool"], tag["count"], tag["digest"]) == ("probe", 4, asked["digest"])
+    ended_in_the_loops_name(messages, 4)
 
 
 def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
