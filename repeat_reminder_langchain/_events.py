@@ -1,4 +1,4 @@
-"""Reporting: each reminder and escalation as an event, a log line and a stats entry.
+"""Reporting: each reminder and escalation as an event and a log line.
 
 Events are LangChain custom events (`repeat_tool_reminder`, `repeat_tool_escalation`: they
 show in `astream_events` and in LangSmith traces) and entries of the graph's custom stream
@@ -22,7 +22,6 @@ from ._conversation import SOURCE
 from ._counter import Count
 from ._log import LOGGER_NAME
 from ._reminder import Escalation, Reminder
-from ._stats import Stats
 
 __all__ = [
     "ESCALATION_EVENT",
@@ -146,9 +145,9 @@ class Report(NamedTuple):
 
     Attributes:
         found: What counting the turn found.
-        stats: The guard's totals, to add it to.
         config: The guard's configuration (its mode).
-        delivery: Whether the reminders reach the model.
+        delivered: Whether its reminders reach the model, and its escalation is carried out:
+            not in observe mode, nor where a face cannot add messages or end the run.
         run_config: The config of the run to send the events from (None outside a graph run,
             and for a turn with nothing to report).
         thread: The conversation the run belongs to, if it has one.
@@ -159,9 +158,8 @@ class Report(NamedTuple):
     """
 
     found: Count
-    stats: Stats
     config: ReminderConfig
-    delivery: Delivery
+    delivered: bool
     run_config: RunnableConfig | None
     thread: str | None
     run: str | None
@@ -170,21 +168,17 @@ class Report(NamedTuple):
 
 
 def report(reported: Report | None, dispatch: Dispatch) -> list[Awaitable[None]]:
-    """Add a turn to the guard's stats; log what it found, and send its events.
+    """Log what a turn found, and send its events.
 
-    This is the one place a guard's stats (and so its metrics) are added to. Events go out
-    through `dispatch`; an async dispatcher's sendings are returned, for an async face to
-    await. None: nothing to report (a human's answer resumed a loop reported when they were
-    asked).
+    Events go out through `dispatch`; an async dispatcher's sendings are returned, for an async
+    face to await. None: nothing to report (most turns: nothing was due; or a human's answer
+    resumed a loop reported when they were asked). The turn was added to the guard's stats by
+    its step (`Guard.step`).
     """
     if reported is None:
-        return []
-    found = reported.found
-    if not found.reminders and found.escalation is None:
-        reported.stats.add(found)  # most turns: nothing to tell
-        return []
+        return []  # most turns
     sending: list[Awaitable[None]] = []
-    for name, data in _count_and_log(reported):
+    for name, data in _logged(reported):
         _write(name, data)
         try:
             sent = dispatch(name, data, config=reported.run_config)
@@ -211,8 +205,8 @@ def _write(name: str, data: Mapping[str, Any]) -> None:
         logger.debug("%s event not written to the custom stream", name, exc_info=True)
 
 
-def _count_and_log(reported: Report) -> list[tuple[str, Mapping[str, Any]]]:
-    """Add the turn's count to the stats, log what it found; its events."""
+def _logged(reported: Report) -> list[tuple[str, Mapping[str, Any]]]:
+    """Log what a turn found; its events."""
     counted, config, thread, guard = (
         reported.found,
         reported.config,
@@ -220,8 +214,7 @@ def _count_and_log(reported: Report) -> list[tuple[str, Mapping[str, Any]]]:
         reported.guard,
     )
     where = _where(thread, reported.run, guard if reported.named else None)
-    delivered = reported.delivery == "sent" and config.mode == "remind"
-    reported.stats.add(counted, delivered=delivered)
+    delivered = reported.delivered
     events: list[tuple[str, Mapping[str, Any]]] = []
     for reminder in counted.reminders:
         sent = delivered and reminder.reminds

@@ -5,7 +5,8 @@ turn, with where its record lives and the conversation: `Guard.step` where the f
 the step makes to its graph, `Guard.watch` where it cannot (the handler, counting what no node
 counted), `Guard.answered` for a model that answered a reminder as its run ends. The step reads the
 record, reads the finished turn, counts it and returns a `TurnResult`: the state update that keeps
-the new record, the messages to add, whether the run ends or stops, and what to report. It
+the new record, the messages to add, whether the run ends or stops, and what to report; it adds
+the turn to the guard's stats (the one place they, and so the metrics, are added to). It
 sends nothing and raises nothing: the face returns the update to its graph (adding the
 messages where its graph keeps them), passes the step to `events.report` with its dispatcher,
 and then raises the stop, if any. A face keeps only where its record lives and how a message
@@ -136,8 +137,8 @@ class TurnResult(NamedTuple):
         messages: The messages to add to the conversation, in order.
         end: Whether the run ends here (the last message is the guard's final word).
         stop: What to raise once the step is reported: the run stops there.
-        report: What to report (`events.report`); None when a human's answer resumes a loop
-            that was reported when they were asked.
+        report: What to report (`events.report`); None when nothing was due, or when a
+            human's answer resumes a loop that was reported when they were asked.
         turn: The turn that was counted.
     """
 
@@ -276,25 +277,17 @@ class Guard:
             if turn is NOTHING or (answer_only and (turn.id or not turn.answered)):
                 return None
         sent = delivery == "sent"
-        found = self.counter.count(
-            record, turn, tools.policies, reminders_reach_model=sent and self.reminders_reach_model
-        )
+        reaches = sent and self.reminders_reach_model
+        found = self.counter.count(record, turn, tools.policies, reminders_reach_model=reaches)
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
-            # Most turns: nothing to tell, only the record to keep. (A face that cannot add
-            # messages acts on nothing, and reports what it found as not delivered.)
-            messages: list[BaseMessage] = []
-            if found.record is None:
-                update: dict[str, Any] = {}
-            else:
-                update = self.records.write(where, found.record)
-            if quiet:
-                report = Report(
-                    found, self.stats, self.config, delivery, None, None, None, "", False
-                )
-            else:
-                report = self._report(found, delivery, run_config or current_run_config(), None)
-            return TurnResult(found, update, messages, False, None, report, turn)
+            # Most turns: nothing to tell, nothing to report; only the record to keep. (A face
+            # that cannot add messages acts on nothing, and reports what it found as not
+            # delivered.)
+            report = None if quiet else self._report(found, reaches, current_run_config(), None)
+            self.stats.add(found)
+            update = {} if found.record is None else self.records.write(where, found.record)
+            return TurnResult(found, update, [], False, None, report, turn)
         run_config = run_config or current_run_config()
         return self._act(
             where,
@@ -355,15 +348,13 @@ class Guard:
     def _report(
         self,
         found: Count,
-        delivery: Delivery,
+        delivered: bool,
         run_config: RunnableConfig | None,
         invocation: object,
     ) -> Report:
         """What a turn with something due reports, from the run it is in."""
         thread, run = thread_of(run_config), invocation_of(run_config, invocation)
-        return Report(
-            found, self.stats, self.config, delivery, run_config, thread, run, self.name, self.named
-        )
+        return Report(found, self.config, delivered, run_config, thread, run, self.name, self.named)
 
     def _act(
         self,
@@ -381,7 +372,7 @@ class Guard:
         What an escalation leads to is its exit's choice (`Exit.carry_out`), among the
         `_Acting` this step can do; observed, nothing is done, and all is reported.
         """
-        report = self._report(found, "sent", run_config, invocation)
+        report = self._report(found, self.reminders_reach_model, run_config, invocation)
         acting = _Acting(self, found, history, report, can_end)
         escalation = found.escalation
         if self.config.mode == "observe":
@@ -391,6 +382,8 @@ class Guard:
         else:
             done = escalation.exit.carry_out(acting)
         record, messages, end, stop, reported = done
+        if reported is not None:  # None: reported, and counted, when a human was asked
+            self.stats.add(found, delivered=reported.delivered)
         update: dict[str, Any] = {}
         if stop is None:  # a run that stops keeps nothing: the turn is counted again on resume
             # Noted once, for a model that takes no system message: its requests are searched.
@@ -461,7 +454,7 @@ class _Acting:
     def end(self) -> _Done:
         record = self.found.record or {}
         if not self.can_end:  # nothing ends the run: it is not said to have been
-            return _Done(record, [], False, None, self.report._replace(delivery="undelivered"))
+            return _Done(record, [], False, None, self.report._replace(delivered=False))
         final = self.guard.final(self.escalation, self.history)
         return _Done(record, [final], True, None, self.report)
 

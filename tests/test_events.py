@@ -27,14 +27,12 @@ from repeat_reminder_langchain import (
 )
 from repeat_reminder_langchain._counter import Count
 from repeat_reminder_langchain._events import (
-    Delivery,
     Report,
     escalation_event,
     reminder_event,
     report,
 )
 from repeat_reminder_langchain._reminder import Escalation, Reminder
-from repeat_reminder_langchain._stats import Stats
 
 from .conftest import Guarded
 from .helpers import (
@@ -327,8 +325,8 @@ def test_a_state_without_the_run_field_logs_each_steps_own_run(
 # -- reporting outside a graph ----------------------------------------------------------------
 
 
-def _told(found: Count, stats: Stats, delivery: Delivery = "sent", **fields: Any) -> Report:
-    return Report(found, stats, ReminderConfig(**fields), delivery, None, None, None)
+def _told(found: Count, delivered: bool = True, **fields: Any) -> Report:
+    return Report(found, ReminderConfig(**fields), delivered, None, None, None)
 
 
 async def _areport(told: Report) -> None:
@@ -336,18 +334,13 @@ async def _areport(told: Report) -> None:
         await sending
 
 
-def test_reporting_outside_a_run_still_logs_and_counts(caplog: pytest.LogCaptureFixture) -> None:
-    stats = Stats()
+def test_reporting_outside_a_run_still_logs(caplog: pytest.LogCaptureFixture) -> None:
     tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
-        report(_told(tally, stats), dispatch_custom_event)
-        asyncio.run(_areport(_told(tally, stats, mode="observe")))
-        report(_told(tally, stats, "undelivered"), dispatch_custom_event)
+        report(_told(tally), dispatch_custom_event)
+        asyncio.run(_areport(_told(tally, False, mode="observe")))
+        report(_told(tally, False), dispatch_custom_event)
 
-    snapshot = stats.snapshot()
-    assert snapshot["calls"] == 3
-    assert snapshot["reminders"] == {"grep": {"gentle": 1}}
-    assert snapshot["undelivered"] == {"grep": {"gentle": 2}}
     messages = [r.getMessage() for r in caplog.records]
     assert messages.count("repeat_tool_reminder event not dispatched") == 3
     assert messages.count("repeat_tool_reminder event not written to the custom stream") == 3
@@ -364,9 +357,9 @@ def test_an_event_that_cannot_be_sent_says_why_at_debug(
     tally = Count({}, [Reminder("grep", 3, "gentle", "{}", "d" * 32)], calls=1)
     with caplog.at_level(logging.DEBUG, logger="repeat_reminder_langchain"):
         if asynchronous:  # the async faces' dispatcher fails when its sending is awaited
-            asyncio.run(_areport(_told(tally, Stats())))
+            asyncio.run(_areport(_told(tally)))
         else:
-            report(_told(tally, Stats()), dispatch_custom_event)
+            report(_told(tally), dispatch_custom_event)
 
     unsent = [r for r in caplog.records if r.getMessage().startswith("repeat_tool_reminder event")]
     assert len(unsent) == 2  # not dispatched, not written to the custom stream

@@ -17,8 +17,8 @@ def test_a_turn_with_nothing_due_enters_eight_modules_each_once() -> None:
         Entry("_guard._step", "_counter"),
         Entry("_counter._calls", "_canonical"),
         Entry("_counter._calls", "_record"),
+        Entry("_guard._step", "_stats"),
         Entry("_middleware._turn", "_events"),
-        Entry("_events.report", "_stats"),
     ]
 
 
