@@ -55,6 +55,7 @@ from repeat_reminder_langchain._conversation import SOURCE
 from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._guard import Guard, StateStore
 from repeat_reminder_langchain._messages import reminder_message
+from repeat_reminder_langchain._stats import Stats
 
 from .fixtures import NoopHandler, ScriptedModel, history, lookup, tool_turn
 from .floor import FloorMiddleware
@@ -583,6 +584,7 @@ PARTS: tuple[tuple[str, object, str, bool], ...] = (
     ("the detectors' memories", _counter, "_keep", True),
     ("the state update", StateStore, "write", True),
     ("the state update", RepeatToolReminderMiddleware, "_update", True),
+    ("the stats", Stats, "add", True),
     ("the report", _middleware, "report", True),
 )
 BROKEN_DOWN = ("guard", "guard, seed")

@@ -250,13 +250,13 @@ class RepeatToolReminderMiddleware(
         # the same objects every request); and which of them made each model turn, by its id:
         # a turn counts with its own agent's tools, whatever other agents share the instance.
         self._agents: dict[tuple[int, ...], tuple[Sequence[object], Tools]] = {}
+        self._latest: tuple[Sequence[object], Tools] | None = None  # the last one put in
         self._turns = self._guard.turns
 
     @property
     def tool_policies(self) -> Mapping[str, ToolPolicy]:
         """The policies the tools of the latest request declare in their metadata."""
-        latest = next(reversed(self._agents.values()), None)
-        return {} if latest is None else latest[1].policies
+        return {} if self._latest is None else self._latest[1].policies
 
     @property
     def name(self) -> str:
@@ -442,7 +442,7 @@ class RepeatToolReminderMiddleware(
         another process) counts with the tools of the one agent it has seen, if it has seen
         only one; else with none it could mistake for another agent's.
         """
-        latest = next(reversed(self._agents.values()), None)
+        latest = self._latest
         if latest is not None and latest[0] is tools:
             return latest[1]  # most requests: the same agent's list as the request before
         key = tuple(map(id, tools))
@@ -451,7 +451,7 @@ class RepeatToolReminderMiddleware(
             if len(self._agents) >= _AGENTS:
                 del self._agents[next(iter(self._agents))]
             known = (tools, Tools.of(tools))  # the tools kept, so that their ids stay theirs
-        self._agents[key] = known
+        self._agents[key] = self._latest = known
         self._turns.default = known[1] if len(self._agents) == 1 else NO_TOOLS
         return known[1]
 
