@@ -12,6 +12,7 @@ from typing import Any, NotRequired
 import pytest
 from langchain_core.callbacks import (
     BaseCallbackHandler,
+    CallbackManager,
     adispatch_custom_event,
     dispatch_custom_event,
 )
@@ -268,6 +269,24 @@ def test_a_node_run_outside_any_graph_names_no_run_it_does_not_have(
     assert caplog.records[-1].__dict__["run_id"] is None  # the field stays, as thread_id's
 
 
+def test_a_node_called_with_a_runs_config_sends_its_events_to_that_run() -> None:
+    # Called by a function of the user's that hands it a run's config outside LangGraph's
+    # context: the events go to that run's handlers, not to whatever run the context holds.
+    node = RepeatToolReminderNode(thresholds=[2])
+    looped = [*ask()["messages"]]
+    for n in range(2):
+        looped += [AIMessage("", tool_calls=[call("probe", SAME, f"c{n}")])]
+        looped += [ToolMessage("same", tool_call_id=f"c{n}")]
+    collector = Collector()
+    run: Any = {"callbacks": CallbackManager([collector], parent_run_id=uuid.uuid4())}
+
+    update = node({"messages": looped}, run)
+
+    assert len(update["messages"]) == 1  # the reminder
+    assert [name for name, _ in collector.events] == ["repeat_tool_reminder"]
+    assert collector.events[0][1]["summary"] == "probe × 2"
+
+
 def _runs_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.run_id for r in caplog.records if r.name == "repeat_reminder_langchain"]
 
@@ -299,6 +318,20 @@ def test_the_log_lines_carry_the_run_id_langgraph_was_given(
     with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
         agent.invoke(ask(), run_id=given)
 
+    assert _runs_logged(caplog) == [str(given)] * 2
+
+
+def test_an_escalation_log_line_carries_the_run_id_too(
+    guarded: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = guarded(
+        scripted([*repeat("probe", SAME, 3), AIMessage("done")]), thresholds=[2], escalate_after=3
+    )
+    given = uuid.uuid4()
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        agent.invoke(ask(), run_id=given)
+
+    assert any(r.levelname == "WARNING" for r in caplog.records)  # the escalation's line
     assert _runs_logged(caplog) == [str(given)] * 2
 
 
