@@ -1,10 +1,11 @@
 """What reading a call's arguments through its tool's schema costs per turn.
 
-The guard reads one finished turn (`Guard.read`: the conversation's tail, then each call's
-arguments as its tool reads them) with the tool shown to it, and the same turn with no tool
-shown (the arguments read as sent, the default of a guard that sees no tool), interleaved on
-one conversation of `SIZE` messages whose last turn is new each step. Two tools: one that takes
-text alone (most tools: read without validating), one that takes a number (validated).
+The guard reads one finished turn and counts it (`Guard.read`, the conversation's tail, then
+`LoopCounter.count`, which reads each call's arguments as its tool reads them where it keys
+them) with the tool shown to it, and the same turn with no tool shown (the arguments read as
+sent, the default of a guard that sees no tool), interleaved on one conversation of `SIZE`
+messages whose last turn is new each step. Two tools: one that takes text alone (most tools:
+read without validating), one that takes a number (validated).
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ def _case(tool: BaseTool, shown: bool) -> Callable[[], float]:
 
     def one() -> None:
         messages[-2:] = turns[next(counter) % POOL]
-        guard.read(messages, {})
+        turn, tools = guard.read(messages, {})
+        guard.counter.count({}, turn, tools.policies, schemas=tools.schemas)
 
     return lambda: time_batch(one, STEPS)
 
 
 def run(rounds: int) -> list[Row]:
-    """µs per turn read with the tool's schema and without, and their ratio."""
+    """µs per turn read and counted with the tool's schema and without, and their ratio."""
     cases = {
         "sent": _case(lookup, False),
         "schema": _case(lookup, True),
@@ -68,23 +70,26 @@ def run(rounds: int) -> list[Row]:
     per_turn = {name: samples.median(name) / STEPS * 1e6 for name in cases}
     return [
         Row(
-            "arguments.sent.us", "turn read, arguments as sent, µs per turn", per_turn["sent"], "us"
+            "arguments.sent.us",
+            "turn read and counted, arguments as sent, µs per turn",
+            per_turn["sent"],
+            "us",
         ),
         Row(
             "arguments.schema.us",
-            "turn read, arguments through the tool's schema, µs per turn",
+            "turn read and counted, arguments through the tool's schema, µs per turn",
             per_turn["schema"],
             "us",
         ),
         Row(
             "arguments.numbers.us",
-            "turn read, a number read through the tool's schema, µs per turn",
+            "turn read and counted, a number read through the tool's schema, µs per turn",
             per_turn["numbers"],
             "us",
         ),
         Row(
             "arguments.ratio",
-            "turn read through the schema (text) / as sent",
+            "turn read and counted through the schema (text) / as sent",
             samples.ratio("schema", "sent"),
             "ratio",
             None,

@@ -25,7 +25,6 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel
 
-from ._counter import Call, Turn
 from ._log import LOGGER_NAME
 
 __all__ = ["ToolSchemas", "reading"]
@@ -215,19 +214,11 @@ class ToolSchemas(dict[str, Reading]):
         else:
             self[name] = read
 
-    def read(self, turn: Turn) -> Turn:
-        """`turn` with each call's arguments as its tool reads them.
+    def read(self, tool: str, args: object) -> object:
+        """`args`, the arguments of a call to `tool`, as that tool reads them.
 
-        The turn itself when its tool reads each as it was sent (most calls are written as the
-        tool reads them): nothing is copied for them.
+        The arguments themselves when the tool reads them as they were sent (most calls are
+        written as the tool reads them), or the guard was not shown it.
         """
-        calls: list[Call] | None = None
-        for position, call in enumerate(turn.calls):
-            read = self.get(call.tool)
-            if read is None or type(call.args) is not dict:
-                continue
-            args = read(call.args)
-            if args is not call.args:
-                calls = calls or list(turn.calls)
-                calls[position] = Call(call.id, call.tool, args, call.result, call.failed)
-        return turn if calls is None else turn._replace(calls=calls)
+        read = self.get(tool)
+        return args if read is None or type(args) is not dict else read(args)

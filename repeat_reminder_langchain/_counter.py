@@ -19,6 +19,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
+from ._arguments import ToolSchemas
 from ._canonical import canonicalize, digest, result_text
 from ._config import ReminderConfig
 from ._detectors import DETECTORS, Detector, Seen
@@ -257,6 +258,7 @@ class LoopCounter:
         turn: Turn,
         policies: Mapping[str, ToolPolicy] | None = None,
         *,
+        schemas: ToolSchemas | None = None,
         reminders_reach_model: bool = True,
         observe: Observer | None = None,
     ) -> Count:
@@ -271,6 +273,8 @@ class LoopCounter:
             record: The agent's record before the turn.
             turn: What happened since the turn counted last.
             policies: The policies tools declare about themselves, by tool name.
+            schemas: How the tools read their arguments (`ToolSchemas`): each call's are read
+                so where it is keyed. None: as they were sent.
             reminders_reach_model: Whether the reminders will reach the model (they do not in
                 observe mode, or without a node to deliver them): only those are followed up.
             observe: Called with each tracked call's counts, when given.
@@ -292,6 +296,7 @@ class LoopCounter:
             record,
             turn,
             policies,
+            schemas or None,
             reminded=reminded,
             followups=followups,
             reminders_reach_model=reminders_reach_model,
@@ -306,6 +311,7 @@ class LoopCounter:
                 loop,
                 found.record["count"],  # type: ignore[index]
                 policies,
+                schemas,
             )
             return found._replace(reminders=(), escalation=stopped)
         return found
@@ -315,6 +321,7 @@ class LoopCounter:
         record: Record,
         turn: Turn,
         policies: Mapping[str, ToolPolicy] | None,
+        schemas: ToolSchemas | None,
         *,
         reminded: bool,
         followups: Sequence[bool],
@@ -341,7 +348,8 @@ class LoopCounter:
             if rules is None:
                 continue
             tracked += 1
-            arguments = canonicalize(rules.keyed(call.args) if rules.ignore else call.args)
+            args = call.args if schemas is None else schemas.read(name, call.args)
+            arguments = canonicalize(rules.keyed(args) if rules.ignore else args)
             new_key = digest(arguments)
             same = name == tool and new_key == key
             if followed:
@@ -445,6 +453,7 @@ class LoopCounter:
         turn: Turn,
         position: int,
         policies: Mapping[str, ToolPolicy] | None = None,
+        schemas: ToolSchemas | None = None,
     ) -> Escalation | None:
         """The escalation the call at `position` of a turn still running would cause, if any.
 
@@ -452,7 +461,7 @@ class LoopCounter:
         """
         found: list[CallTrace] = []
         ahead = turn._replace(calls=turn.calls[: position + 1], spoke_after=False, waiting=False)
-        self.count(record, ahead, policies, observe=found.append)
+        self.count(record, ahead, policies, schemas=schemas, observe=found.append)
         last = found[-1] if found else None
         return last.escalation if last is not None and last.position == position else None
 
@@ -557,6 +566,7 @@ class LoopCounter:
         asked: Escalation,
         streak: int,
         policies: Mapping[str, ToolPolicy] | None,
+        schemas: ToolSchemas | None,
     ) -> Escalation:
         """The end of a run whose model called a tool after it was asked for its answer.
 
@@ -565,7 +575,8 @@ class LoopCounter:
         rules key them), by the count it was asked at when it is another call.
         """
         rules = self.rules(call.tool, policies.get(call.tool) if policies else None)
-        keyed = rules.keyed(call.args) if rules is not None and rules.ignore else call.args
+        args = call.args if schemas is None else schemas.read(call.tool, call.args)
+        keyed = rules.keyed(args) if rules is not None and rules.ignore else args
         again = call.tool == asked.tool and digest(canonicalize(keyed)) == asked.digest
         return replace(
             asked, count=streak if again else asked.count, behavior=asked.exit.insisted.name

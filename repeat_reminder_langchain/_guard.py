@@ -278,7 +278,9 @@ class Guard:
                 return None
         sent = delivery == "sent"
         reaches = sent and self.reminders_reach_model
-        found = self.counter.count(record, turn, tools.policies, reminders_reach_model=reaches)
+        found = self.counter.count(
+            record, turn, tools.policies, schemas=tools.schemas, reminders_reach_model=reaches
+        )
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
             # Most turns: nothing to tell, nothing to report; only the record to keep. (A face
@@ -304,12 +306,11 @@ class Guard:
     ) -> tuple[Turn, Tools]:
         """What happened in `messages[:end]` since the record's turn, and the tools it used.
 
-        Each call's arguments are read as its tool reads them, where the guard was shown it.
+        The calls' arguments are as the model sent them: the counter reads each as its tool
+        reads it (`Tools.schemas`), where it keys it.
         """
         turn = read_turn(messages, record.get("turn", ""), end, self.not_user)
-        tools = self.turns[turn.id] if turn.id else self.tools
-        schemas = tools.schemas
-        return (schemas.read(turn) if schemas and turn.calls else turn), tools
+        return turn, (self.turns[turn.id] if turn.id else self.tools)
 
     def _history(self, messages: Sequence[BaseMessage]) -> Record:
         """The record of a conversation handed in whole, as if the guard had watched it.
@@ -328,7 +329,9 @@ class Guard:
         record: Record = {}
         for end in reversed(turns[:-1]):  # each turn is read up to the next one
             turn, tools = self.read(messages, record, end)
-            found = self.counter.count(record, turn, tools.policies, reminders_reach_model=False)
+            found = self.counter.count(
+                record, turn, tools.policies, schemas=tools.schemas, reminders_reach_model=False
+            )
             record = found.record or record
         return record
 

@@ -486,7 +486,7 @@ class RepeatToolReminderMiddleware(
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None
-            escalation = counter.predict(record, turn, position, tools.policies)
+            escalation = counter.predict(record, turn, position, tools.policies, tools.schemas)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None

@@ -17,7 +17,6 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from repeat_reminder_langchain import _arguments
 from repeat_reminder_langchain._arguments import ToolSchemas, reading
 from repeat_reminder_langchain._canonical import canonicalize
-from repeat_reminder_langchain._counter import Call, Turn
 
 from .conftest import Guarded, build
 from .helpers import ask, call, reminders, scripted, turn
@@ -144,9 +143,8 @@ def test_injected_arguments_are_not_asked_of_the_model() -> None:
 
     schemas = ToolSchemas()
     schemas.learn(answer)
-    calls = [Call("a", "answer", {"question": "why", "tries": "1"}), Call("b", "answer", "raw")]
-    got = schemas.read(Turn("t", calls))
-    assert [c.args for c in got.calls] == [{"question": "why"}, "raw"]
+    assert schemas.read("answer", {"question": "why", "tries": "1"}) == {"question": "why"}
+    assert schemas.read("answer", "raw") == "raw"
 
 
 class Counted:
@@ -170,15 +168,9 @@ def test_a_tool_is_read_once_however_often_it_is_shown() -> None:
     again = Counted()  # a tool rebuilt: read again
     schemas.learn(again)
     assert again.reads == 1
-    untouched = Turn("t", [Call("a", "other", {"offset": "1"})])
-    assert schemas.read(untouched) is untouched
-    mixed = schemas.read(
-        Turn("t", [Call("a", "probe", {"path": "p", "offset": "0"}), *untouched.calls])
-    )
-    assert [c.args for c in mixed.calls] == [
-        {"path": "p"},
-        {"offset": "1"},  # a tool the guard was not shown: as sent
-    ]
+    untouched = {"offset": "1"}
+    assert schemas.read("other", untouched) is untouched  # a tool it was not shown: as sent
+    assert schemas.read("probe", {"path": "p", "offset": "0"}) == {"path": "p"}
 
 
 def test_a_schema_that_cannot_be_read_is_logged_and_its_calls_read_as_sent(
@@ -321,19 +313,13 @@ def test_the_shortcut_serves_text_only_schemas() -> None:
         assert _arguments._texts(other) is None
 
 
-def test_a_turn_whose_calls_are_read_as_sent_is_not_copied() -> None:
+def test_a_call_read_as_sent_is_not_copied() -> None:
     schemas = ToolSchemas()
     schemas.learn(grep)
     schemas.learn(read_file)
-    as_sent = Turn("t", (Call("a", "grep", {"pattern": "TODO"}), Call("b", "other", {"x": 1})))
-    assert schemas.read(as_sent) is as_sent
-    spelt = Turn("t", (Call("a", "grep", {"pattern": "TODO", "path": "."}), *as_sent.calls))
-    read = schemas.read(spelt)
-    assert [call.args for call in read.calls] == [
-        {"pattern": "TODO"},
-        *(c.args for c in spelt.calls[1:]),
-    ]
-    assert read.calls[2] is spelt.calls[2]
+    as_sent = {"pattern": "TODO"}
+    assert schemas.read("grep", as_sent) is as_sent
+    assert schemas.read("grep", {"pattern": "TODO", "path": "."}) == as_sent
     # A default given as something else is the call as sent: nothing left out, nothing copied.
-    other = Turn("t", (Call("a", "grep", {"pattern": "TODO", "path": "src"}),))
-    assert schemas.read(other) is other
+    other = {"pattern": "TODO", "path": "src"}
+    assert schemas.read("grep", other) is other
