@@ -10,7 +10,7 @@ import pytest
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import Call, CallTrace, LoopCounter, Turn
 from repeat_reminder_langchain._policy import ToolPolicy
-from repeat_reminder_langchain._record import Record, RecordError, read_record
+from repeat_reminder_langchain._record import Record, RecordError, asking_answer, read_record
 from repeat_reminder_langchain._reminder import Escalation
 from repeat_reminder_langchain._stats import Stats
 
@@ -515,3 +515,49 @@ def test_a_failure_in_a_quiet_turn_shows_the_detectors_the_rest_of_the_turn() ->
     assert then_booked.record is not None
     assert "same_error" not in then_booked.record.get("detectors", {})
     assert not then_booked.reminders
+
+
+def test_a_call_after_the_request_for_the_answer_ends_counted_with_no_tool_known() -> None:
+    # A conversation replayed (no tool's schema known): the loop was asked for its answer at
+    # 3, and the model called it again; that call ends the run at the count it took it to.
+    counter = LoopCounter(ReminderConfig(thresholds=[2], escalate_after=3))
+    record: Record = {}
+    for n in range(3):
+        found = counter.count(record, Turn(f"t{n}", [Call(f"c{n}", "grep", {"q": 1}, "r")]))
+        record = found.record or record
+    assert found.escalation is not None and found.escalation.behavior == "finish"
+
+    again = counter.count(
+        asking_answer(record, found.escalation), Turn("t3", [Call("c3", "grep", {"q": 1}, "r")])
+    )
+
+    assert again.escalation is not None
+    assert (again.escalation.count, again.escalation.behavior) == (4, "end")
+
+
+def test_a_turn_after_the_request_for_the_answer_draws_no_reminder_beside_its_end() -> None:
+    # Asked for its answer, the model made two identical calls of another tool: they reach a
+    # threshold, but the run ends, and the end is all the turn says.
+    counter = LoopCounter(ReminderConfig(thresholds=[2], escalate_after=3))
+    record: Record = {}
+    for n in range(3):
+        found = counter.count(record, Turn(f"t{n}", [Call(f"c{n}", "grep", {"q": 1}, "r")]))
+        record = found.record or record
+    assert found.escalation is not None
+    other = [Call("c3", "ls", {"p": "."}, "r"), Call("c4", "ls", {"p": "."}, "r")]
+
+    again = counter.count(asking_answer(record, found.escalation), Turn("t3", other))
+
+    assert again.escalation is not None and again.escalation.tool == "grep"
+    assert again.reminders == ()
+
+
+def test_an_answer_after_a_reminder_is_followed_up_once_in_its_count() -> None:
+    # The model answered after a reminder it saw, and the run went on without the user (a run
+    # resumed with no new message): the answer is the follow-up; the next call is not another.
+    counter = LoopCounter(CONFIG)
+    record: Record = {"turn": "t1", "tool": "grep", "key": "k", "count": 3, "reminded": True}
+
+    found = counter.count(record, Turn("t2", [c(tool="grep")], answered=True))
+
+    assert found.followups == [True]

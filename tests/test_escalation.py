@@ -358,6 +358,20 @@ def test_the_loops_call_after_the_request_counts_on_as_its_tools_policy_keys_it(
     messages = agent.invoke(ask("loop 50"))
 
     ended_in_the_loops_name(messages, 5)
+
+
+def test_the_loops_call_after_the_request_counts_on_as_its_tool_reads_it(guarded: Make) -> None:
+    # The call made after the request spells out a default as text ("1" for depth=1): the tool
+    # reads it as the loop's call, so the run ends at the count it took the loop to.
+    @tool
+    def probe(q: str = "", depth: int = 1) -> str:
+        """Look something up."""
+        return f"probed {q}"
+
+    agent = guarded(Finisher(then={"q": "same", "depth": "1"}), tools=[probe], **FINISH)
+    messages = agent.invoke(ask("loop 50"))
+
+    ended_in_the_loops_name(messages, 5)
     assert "the same call with the same arguments 5 times" in str(messages[-1].content)
 
 
