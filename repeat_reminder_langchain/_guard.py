@@ -284,8 +284,8 @@ class Guard:
         quiet = not found.reminders and found.escalation is None
         if quiet or not sent:
             # Most turns: nothing to tell, nothing to report; only the record to keep. (A face
-            # that cannot add messages acts on nothing, and reports what it found as not
-            # delivered.)
+            # that cannot add messages, `watch`, acts on nothing, and reports what it found as
+            # not delivered, from the current run: it is given no run config.)
             report = None if quiet else self._report(found, reaches, current_run_config(), None)
             self.stats.add(found)
             update = {} if found.record is None else self.records.write(where, found.record)

@@ -517,19 +517,25 @@ def test_a_failure_in_a_quiet_turn_shows_the_detectors_the_rest_of_the_turn() ->
     assert not then_booked.reminders
 
 
+def _asked_for_the_answer(counter: LoopCounter) -> Record:
+    """A loop of grep that `finish` asked at 3 for its answer: its record, as the guard keeps it."""
+    record: Record = {}
+    for n in range(3):
+        found = counter.count(record, Turn(f"t{n}", [c(f"c{n}", "grep", result="r")]))
+        record = found.record or record
+    assert found.escalation is not None and found.escalation.behavior == "finish"
+    return asking_answer(record, found.escalation)
+
+
+ASKS_AT_3 = ReminderConfig(thresholds=[2], escalate_after=3)
+
+
 def test_a_call_after_the_request_for_the_answer_ends_counted_with_no_tool_known() -> None:
     # A conversation replayed (no tool's schema known): the loop was asked for its answer at
     # 3, and the model called it again; that call ends the run at the count it took it to.
-    counter = LoopCounter(ReminderConfig(thresholds=[2], escalate_after=3))
-    record: Record = {}
-    for n in range(3):
-        found = counter.count(record, Turn(f"t{n}", [Call(f"c{n}", "grep", {"q": 1}, "r")]))
-        record = found.record or record
-    assert found.escalation is not None and found.escalation.behavior == "finish"
+    counter = LoopCounter(ASKS_AT_3)
 
-    again = counter.count(
-        asking_answer(record, found.escalation), Turn("t3", [Call("c3", "grep", {"q": 1}, "r")])
-    )
+    again = counter.count(_asked_for_the_answer(counter), Turn("t3", [c("c3", "grep", result="r")]))
 
     assert again.escalation is not None
     assert (again.escalation.count, again.escalation.behavior) == (4, "end")
@@ -538,15 +544,10 @@ def test_a_call_after_the_request_for_the_answer_ends_counted_with_no_tool_known
 def test_a_turn_after_the_request_for_the_answer_draws_no_reminder_beside_its_end() -> None:
     # Asked for its answer, the model made two identical calls of another tool: they reach a
     # threshold, but the run ends, and the end is all the turn says.
-    counter = LoopCounter(ReminderConfig(thresholds=[2], escalate_after=3))
-    record: Record = {}
-    for n in range(3):
-        found = counter.count(record, Turn(f"t{n}", [Call(f"c{n}", "grep", {"q": 1}, "r")]))
-        record = found.record or record
-    assert found.escalation is not None
-    other = [Call("c3", "ls", {"p": "."}, "r"), Call("c4", "ls", {"p": "."}, "r")]
+    counter = LoopCounter(ASKS_AT_3)
+    other = [c("c3", "ls", result="r"), c("c4", "ls", result="r")]
 
-    again = counter.count(asking_answer(record, found.escalation), Turn("t3", other))
+    again = counter.count(_asked_for_the_answer(counter), Turn("t3", other))
 
     assert again.escalation is not None and again.escalation.tool == "grep"
     assert again.reminders == ()

@@ -243,20 +243,15 @@ def test_a_warning_with_no_user_code_to_point_at_points_at_the_library_that_aske
     # A guard built in a thread a library started (here `threading`, called straight on the
     # constructor): the warning names the first library frame that called the package, so
     # that a filter by module matches it, never the guard's own code.
-    warned: list[warnings.WarningMessage] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        worker = threading.Thread(
+            target=ReminderConfig, kwargs={"words": {"stale": {"gentle": "x"}}}
+        )
+        worker.start()
+        worker.join()
 
-    def build() -> None:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            worker = threading.Thread(
-                target=ReminderConfig, kwargs={"words": {"stale": {"gentle": "x"}}}
-            )
-            worker.start()
-            worker.join()
-        warned.extend(caught)
-
-    build()
-    (warning,) = [w for w in warned if w.category is RepeatToolReminderWarning]
+    (warning,) = [w for w in caught if w.category is RepeatToolReminderWarning]
     package = Path(repeat_reminder_langchain.__file__).parent
     assert not Path(warning.filename).is_relative_to(package)
     assert warning.filename.startswith(_log._LIBRARIES)  # threading's (or mutmut's trampoline)
