@@ -13,7 +13,8 @@ from repeat_reminder_langchain import RepeatToolReminderMiddleware
 from . import arguments, audit, canonicalization, hooks, memory, metrics, overhead, scaling
 from .fixtures import hooks_of
 from .measure import Row
-from .report import load, machine, table, write_json
+from .missed import reasons
+from .report import load, machine, missed, table, write_json
 
 RESULTS = Path(__file__).with_name("results.json")
 
@@ -72,12 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(row.key.startswith("overhead.create_agent") for row in rows):
         hooks = ", ".join(hooks_of(RepeatToolReminderMiddleware))
         print(f"The no-op middleware has the guard middleware's hooks: {hooks}.")
-    write_json(rows, args.output)
+    why = reasons(rows)
+    write_json(rows, args.output, why)
     print(f"Wrote {args.output}")
-    failed = [row.key for row in rows if not row.ok]
-    if failed:
-        print(f"Missed targets: {', '.join(failed)}")
-    return 1 if failed else 0
+    if why:
+        print(f"Missed targets, and why:\n{missed(rows, why)}")
+    return 1 if why else 0
 
 
 if __name__ == "__main__":

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 
 from .measure import Row
 
-__all__ = ["load", "machine", "table", "write_json"]
+__all__ = ["load", "machine", "missed", "table", "write_json"]
 
 PACKAGES = ("langchain-core", "langgraph", "langchain", "repeat-reminder-langchain")
 
@@ -85,13 +85,27 @@ def load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
-def write_json(rows: Sequence[Row], path: Path) -> None:
-    """Write `{"name": {"value": ..., "target": ..., "ok": ...}}` for every row."""
+def missed(rows: Sequence[Row], why: Mapping[str, str]) -> str:
+    """Each row that misses its target, with the figure, the target and the reason."""
+    return "\n".join(
+        f"- {row.label}: {_figure(row.value, row.unit)}, to {_figure(row.target, row.unit)}: "
+        f"{why[row.key]}."
+        for row in rows
+        if row.target is not None and not row.ok
+    )
+
+
+def write_json(rows: Sequence[Row], path: Path, why: Mapping[str, str]) -> None:
+    """Write `{"name": {"value": ..., "target": ..., "ok": ...}}` for every row.
+
+    A row that misses its target also has `"why"`, its reason (`missed.reasons`).
+    """
     results = {
         row.key: {
             "value": round(row.value, 4) if row.unit != "bytes" else int(row.value),
             "target": row.target,
             "ok": row.ok,
+            **({"why": why[row.key]} if row.key in why else {}),
         }
         for row in rows
     }
