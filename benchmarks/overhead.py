@@ -1,7 +1,9 @@
 """Overhead per step: whole agent runs of many tool turns, with the guard and with no-op stand-ins.
 
 Each comparison runs the same scripted conversation through graphs that differ only in what
-sits where the guard sits: the guard itself, a no-op of the same shape, or nothing at all.
+sits where the guard sits: the guard itself, a no-op of the same shape, or nothing at all; and,
+for `create_agent`, the loop guards a user would otherwise install (`hooks.PEERS`), so that what
+each adds to a whole turn is compared as a user pays it.
 
 Runs are timed in CPU seconds of the process (all its threads: `ToolNode` runs tools in a
 pool), so time the machine gives to other work does not count against either side.
@@ -30,6 +32,7 @@ from .fixtures import (
     noop_node,
     script,
 )
+from .hooks import GUARDS, PEERS, _key
 from .measure import Row, Samples, interleaved
 
 __all__ = ["NoopMiddleware", "NoopStateMiddleware", "run"]
@@ -122,6 +125,9 @@ def run(rounds: int) -> list[Row]:
             "noop": _middleware_case(lambda: [NoopMiddleware()]),
             "bare": _middleware_case(list),
             "noop_state": _middleware_case(lambda: [NoopStateMiddleware()]),
+            # The peers as a user runs them: each turn all a middleware costs, its hooks'
+            # nodes, edges, state and the caches its work leaves cold, beside the guard's.
+            **{peer: _middleware_case(lambda p=peer: [GUARDS[p]()]) for peer in PEERS},
         },
         rounds,
     )
@@ -137,4 +143,26 @@ def run(rounds: int) -> list[Row]:
             "noop_state",
             "noop",
         ),
+        *_peer_rows("overhead.create_agent", agent_label, agent),
     ]
+
+
+def _peer_rows(prefix: str, label: str, samples: Samples) -> list[Row]:
+    """What the guard and each peer add to a bare agent's turn in whole runs, and their ratio."""
+    bare = samples.median("bare")
+    added = {name: (samples.median(name) - bare) / TURNS * 1e6 for name in ("guard", *PEERS)}
+    cheapest = min(PEERS, key=added.__getitem__)
+    rows = [
+        Row(f"{prefix}.added.{_key(name)}", f"{label}: {name} over bare, per turn", value, "us")
+        for name, value in added.items()
+    ]
+    ratio = added["guard"] / added[cheapest] if added[cheapest] > 0 else float("inf")
+    rows.append(
+        Row(
+            f"{prefix}.guard_over_cheapest_peer",
+            f"{label}: guard / the cheapest peer ({cheapest}), each over bare, per turn",
+            ratio,
+            "ratio",
+        )
+    )
+    return rows
