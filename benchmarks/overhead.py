@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from langchain.agents.middleware import AgentMiddleware
+
 from repeat_reminder_langchain import (
     RepeatToolReminderCallbackHandler,
     RepeatToolReminderMiddleware,
@@ -23,10 +25,12 @@ from repeat_reminder_langchain import (
 from repeat_reminder_langchain._middleware import RepeatToolReminderMiddlewareState
 
 from .fixtures import (
+    _NOOP_HOOKS,
     RECURSION_LIMIT,
     NoopHandler,
     agent_graph,
     ask,
+    hooks_of,
     middleware_agent,
     noop_middleware,
     noop_node,
@@ -39,6 +43,13 @@ __all__ = ["NoopMiddleware", "NoopStateMiddleware", "run"]
 
 TURNS = 200
 TARGET = 1.05
+# The guard middleware's hooks, each named once (the sync one of each pair).
+SHAPES = tuple(
+    hook
+    for hook in hooks_of(RepeatToolReminderMiddleware)
+    if f"a{hook}" in hooks_of(RepeatToolReminderMiddleware)
+)
+_SHAPE = "a no-op "
 
 
 NoopMiddleware = noop_middleware(RepeatToolReminderMiddleware)
@@ -128,6 +139,8 @@ def run(rounds: int) -> list[Row]:
             # The peers as a user runs them: each turn all a middleware costs, its hooks'
             # nodes, edges, state and the caches its work leaves cold, beside the guard's.
             **{peer: _middleware_case(lambda p=peer: [GUARDS[p]()]) for peer in PEERS},
+            # Each of the guard's hooks alone, doing nothing: what its place in the graph costs.
+            **{_SHAPE + hook: _middleware_case(lambda h=hook: [_shape(h)()]) for hook in SHAPES},
         },
         rounds,
     )
@@ -143,14 +156,26 @@ def run(rounds: int) -> list[Row]:
             "noop_state",
             "noop",
         ),
-        *_peer_rows("overhead.create_agent", agent_label, agent),
+        *_added_rows("overhead.create_agent", agent_label, agent),
     ]
 
 
-def _peer_rows(prefix: str, label: str, samples: Samples) -> list[Row]:
-    """What the guard and each peer add to a bare agent's turn in whole runs, and their ratio."""
+def _shape(hook: str) -> type[AgentMiddleware]:
+    """A middleware with one hook of the guard's (and its async twin), doing nothing."""
+    names = (hook, f"a{hook}")
+    return type(f"Noop_{hook}", (AgentMiddleware,), {name: _NOOP_HOOKS[name] for name in names})
+
+
+def _added_rows(prefix: str, label: str, samples: Samples) -> list[Row]:
+    """What each middleware adds to a bare agent's turn in whole runs; the guard over the peers.
+
+    The no-op of the guard's shape and each of its hooks alone, doing nothing, say how much of
+    the guard's figure is create_agent running its hooks (a node for `before_model` every turn),
+    and how much is the guard's work in them.
+    """
     bare = samples.median("bare")
-    added = {name: (samples.median(name) - bare) / TURNS * 1e6 for name in ("guard", *PEERS)}
+    names = ("guard", "noop", *PEERS, *(_SHAPE + hook for hook in SHAPES))
+    added = {name: (samples.median(name) - bare) / TURNS * 1e6 for name in names}
     cheapest = min(PEERS, key=added.__getitem__)
     rows = [
         Row(f"{prefix}.added.{_key(name)}", f"{label}: {name} over bare, per turn", value, "us")

@@ -13,13 +13,15 @@ pytest.importorskip("langchain_google_genai")
 pytest.importorskip("langchain_openai")
 
 from langchain_anthropic import ChatAnthropic
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import ConfigurableField
 from langchain_google_genai import ChatGoogleGenerativeAI
-from langchain_openai import ChatOpenAI
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from repeat_reminder_langchain import Reminder, prepare_messages
-from repeat_reminder_langchain._messages import reminder_message
+from repeat_reminder_langchain._messages import no_tool_choice, reminder_message
 
 from .helpers import probe
 
@@ -130,3 +132,30 @@ def _deeply_bound(model: Any, depth: int) -> Any:
     for _ in range(depth):
         model = model.with_retry()
     return model
+
+
+def test_the_tool_choice_that_calls_none_is_known_per_integration() -> None:
+    openai = ChatOpenAI(model="gpt-4o", api_key="x")  # type: ignore[arg-type]
+    anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="x")  # type: ignore[call-arg]
+    azure = AzureChatOpenAI(
+        model="gpt-4o", api_key="x", azure_endpoint="http://127.0.0.1", api_version="2024-10-21"
+    )  # type: ignore[call-arg]
+    local = ChatOpenAI(model="qwen", base_url="http://127.0.0.1:1/v1", api_key="x")  # type: ignore[arg-type]
+    assert no_tool_choice(openai) == no_tool_choice(azure) == no_tool_choice(local) == "none"
+    assert no_tool_choice(ChatOpenAI(model="gpt-4o", api_key="x", use_responses_api=True)) == "none"  # type: ignore[arg-type]
+    assert no_tool_choice(anthropic) == {"type": "none"}
+    assert no_tool_choice(openai.bind(temperature=0).with_retry()) == "none"  # unwrapped
+    assert no_tool_choice(openai.configurable_fields(temperature=ConfigurableField("t"))) == "none"
+    assert no_tool_choice(openai.with_fallbacks([azure])) == "none"
+    # Forms that differ, a profile without tool_choice, a model not known: none told.
+    assert no_tool_choice(openai.with_fallbacks([anthropic])) is None
+    assert no_tool_choice(ChatAnthropic(model="claude-sonnet-5-5", api_key="x")) is None  # type: ignore[call-arg]
+    assert no_tool_choice(GenericFakeChatModel(messages=iter([]))) is None
+    assert no_tool_choice(None) is None
+
+
+def test_gemini_is_told_to_call_none_as_openai_is() -> None:
+    gemini = ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="x")
+    assert no_tool_choice(gemini) == "none"
+    bound = gemini.bind_tools([probe], tool_choice=no_tool_choice(gemini))
+    assert bound.kwargs["tool_choice"] == "none"  # Gemini's function calling mode NONE

@@ -22,10 +22,9 @@ from langchain.agents import create_agent
 from langchain.agents.structured_output import ToolStrategy
 from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import ConfigurableField, RunnableLambda
-from langchain_openai import AzureChatOpenAI, ChatOpenAI
+from langchain_core.runnables import RunnableLambda
+from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -42,7 +41,6 @@ from repeat_reminder_langchain import (
     stop_reason,
 )
 from repeat_reminder_langchain._conversation import is_reminder
-from repeat_reminder_langchain._messages import no_tool_choice
 
 from .helpers import ask, assert_adjacent, probe, reminders, routed_graph
 from .provider_server import ProviderServer, Script
@@ -558,31 +556,3 @@ def test_finish_beside_a_response_format_withholds_the_tools(server: ProviderSer
     assert [tool["function"]["name"] for tool in last["tools"]] == ["Answer"]
     assert last["tool_choice"] == "required"
     assert_adjacent(messages)
-
-
-def test_the_tool_choice_that_calls_none_is_known_per_integration() -> None:
-    openai = ChatOpenAI(model="gpt-4o", api_key="x")  # type: ignore[arg-type]
-    anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="x")  # type: ignore[call-arg]
-    azure = AzureChatOpenAI(
-        model="gpt-4o", api_key="x", azure_endpoint="http://127.0.0.1", api_version="2024-10-21"
-    )  # type: ignore[call-arg]
-    local = ChatOpenAI(model="qwen", base_url="http://127.0.0.1:1/v1", api_key="x")  # type: ignore[arg-type]
-    assert no_tool_choice(openai) == no_tool_choice(azure) == no_tool_choice(local) == "none"
-    assert no_tool_choice(ChatOpenAI(model="gpt-4o", api_key="x", use_responses_api=True)) == "none"  # type: ignore[arg-type]
-    assert no_tool_choice(anthropic) == {"type": "none"}
-    assert no_tool_choice(openai.bind(temperature=0).with_retry()) == "none"  # unwrapped
-    assert no_tool_choice(openai.configurable_fields(temperature=ConfigurableField("t"))) == "none"
-    assert no_tool_choice(openai.with_fallbacks([azure])) == "none"
-    # Forms that differ, a profile without tool_choice, a model not known: none told.
-    assert no_tool_choice(openai.with_fallbacks([anthropic])) is None
-    assert no_tool_choice(ChatAnthropic(model="claude-sonnet-5-5", api_key="x")) is None  # type: ignore[call-arg]
-    assert no_tool_choice(GenericFakeChatModel(messages=iter([]))) is None
-    assert no_tool_choice(None) is None
-
-
-def test_gemini_is_told_to_call_none_as_openai_is() -> None:
-    genai = pytest.importorskip("langchain_google_genai")
-    gemini = genai.ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="x")
-    assert no_tool_choice(gemini) == "none"
-    bound = gemini.bind_tools([probe], tool_choice=no_tool_choice(gemini))
-    assert bound.kwargs["tool_choice"] == "none"  # Gemini's function calling mode NONE
