@@ -6,6 +6,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+# The benchmarks run the peers (the `bench` extra): `make test-lowest` runs without them.
+pytest.importorskip("able_harness_kit")
+pytest.importorskip("langchain_tool_recover")
+
 from benchmarks.measure import Row, Samples
 from benchmarks.missed import UNMEASURED, reasons
 from benchmarks.overhead import TURNS, _rows

@@ -230,6 +230,25 @@ def test_learnt_policies_follow_changes_and_stay_bounded() -> None:
 # -- one middleware instance shared by agents ------------------------------------------------
 
 
+def test_a_providers_built_in_tool_beside_them_leaves_the_other_tools_policies_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A provider's own tool, given to create_agent as a dict, has no name or metadata attribute.
+    web_search = {"type": "web_search_preview"}
+    quiet = poller({"repeat_reminder": {"exclude": True}})
+    agent = create_agent(
+        scripted(checks(4)),
+        tools=[web_search, quiet],
+        middleware=[RepeatToolReminderMiddleware(meter_provider=False)],
+    )
+
+    messages = agent.invoke(ask())["messages"]
+
+    assert reminders(messages) == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert_adjacent(messages)
+
+
 def test_agents_sharing_an_instance_count_each_with_its_own_tools_policies() -> None:
     # Agent A's check_status declares itself excluded; agent B's, of the same name, does not.
     # Their steps interleave on one instance: each model call of one agent between the other's
