@@ -44,11 +44,8 @@ __all__ = ["NoopMiddleware", "NoopStateMiddleware", "run"]
 TURNS = 200
 TARGET = 1.05
 # The guard middleware's hooks, each named once (the sync one of each pair).
-SHAPES = tuple(
-    hook
-    for hook in hooks_of(RepeatToolReminderMiddleware)
-    if f"a{hook}" in hooks_of(RepeatToolReminderMiddleware)
-)
+_HOOKS = hooks_of(RepeatToolReminderMiddleware)
+SHAPES = tuple(hook for hook in _HOOKS if f"a{hook}" in _HOOKS)
 _SHAPE = "a no-op "
 
 

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 
@@ -68,6 +69,12 @@ def route(function: Callable[[], Any]) -> list[Entry]:
     return entries
 
 
+@tool
+def grep(q: str, path: str = ".") -> str:
+    """Search the files under `path` for `q`."""
+    return "nothing"
+
+
 def _turn(number: int) -> list[Any]:
     call = {"name": "grep", "args": {"q": "x"}, "id": f"c{number}", "type": "tool_call"}
     return [
@@ -84,6 +91,7 @@ def turns() -> dict[str, Callable[[], Any]]:
     """
     # The plugin's rule alone: each detector the defaults add enters a module of its own.
     middleware = RepeatToolReminderMiddleware(thresholds=[3], profile="seed", meter_provider=False)
+    middleware._tools([grep])  # as each model request shows the agent's tools
     messages: list[Any] = [HumanMessage("find x", id="h")]
     fields: dict[str, Any] = {}
 

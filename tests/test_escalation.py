@@ -358,6 +358,7 @@ def test_the_loops_call_after_the_request_counts_on_as_its_tools_policy_keys_it(
     messages = agent.invoke(ask("loop 50"))
 
     ended_in_the_loops_name(messages, 5)
+    assert "the same call with the same arguments 5 times" in str(messages[-1].content)
 
 
 def test_the_loops_call_after_the_request_counts_on_as_its_tool_reads_it(guarded: Make) -> None:

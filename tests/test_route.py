@@ -8,13 +8,14 @@ from __future__ import annotations
 from benchmarks.route import Entry, route, turns
 
 
-def test_a_turn_with_nothing_due_enters_eight_modules_each_once() -> None:
+def test_a_turn_with_nothing_due_enters_nine_modules_each_once() -> None:
     played = turns()
     assert route(played["nothing due"]) == [
         Entry("(the agent)", "_middleware"),
         Entry("_middleware._turn", "_guard"),
         Entry("_guard.read", "_conversation"),
         Entry("_guard._step", "_counter"),
+        Entry("_counter._calls", "_arguments"),  # each call read as its tool reads it
         Entry("_counter._calls", "_canonical"),
         Entry("_counter._calls", "_record"),
         Entry("_guard._step", "_stats"),
@@ -28,7 +29,7 @@ def test_a_turn_that_draws_a_reminder_goes_down_once_and_comes_back_once() -> No
     entries = route(played["a reminder"])
 
     modules = {entry.module for entry in entries}
-    assert len(modules) <= 11
+    assert len(modules) <= 12
     # The face enters the step once and reporting once, and nothing enters the face.
     face = [entry.module for entry in entries if entry.caller.startswith("_middleware.")]
     assert face == ["_guard", "_events"]
