@@ -74,8 +74,10 @@ EVERY_DETECTOR: dict[str, Any] = {
     "detect": ["repeat", "stale", "same_error"],
     "error_pattern": "^Error",
 }
-# The default guard's rules for a turn that draws nothing, in one function (single_pass.py):
-# the guard's `before_model` over it is what the guard's layers cost.
+# The guard's hook that counts a turn (and delivers what it draws), in the model call.
+COUNTING = "wrap_model_call"
+# The default guard's rules for a turn that draws nothing, in one function (single_pass.py,
+# a `before_model`): the guard's counting hook over it is what the guard's layers cost.
 LAYERED = "single pass"
 # What each guard may add per turn, as a multiple of what the single pass adds in the same run,
 # so that the targets mean the same on any machine and bound what the guard's layers and hooks
@@ -195,7 +197,7 @@ def _record(
                 keep(run("before_model", state, None))
                 state = {"messages": messages, **fields}
             # The model's answer is the turn the next conversation ends with, as in a run: the
-            # turn `before_model` counts is the one the model's call before it made.
+            # turn a hook counts is the one the model's call before it made.
             answer = turns[index + 1][-2] if index + 1 < len(turns) else tool_turn(2_000_000)
             response = ModelResponse(result=[answer])
             if "wrap_model_call" in hooks:
@@ -414,18 +416,19 @@ def _peer_rows(totals: dict[tuple[str, int], float]) -> list[Row]:
 
 
 def _layering_rows(added: dict[tuple[str, int, str], list[float]]) -> list[Row]:
-    """The default guard's `before_model` over the single pass's, round by round: its layers."""
+    """The default guard's counting hook over the single pass's, round by round: its layers."""
     rows = []
     for size in (SHORT, LONG):
         guard, single = (
-            added[("guard", size, "before_model")],
+            added[("guard", size, COUNTING)],
             added[(LAYERED, size, "before_model")],
         )
         ratios = [g / s for g, s in zip(guard, single, strict=True) if s > 0]
         rows.append(
             Row(
-                f"hooks.guard.before_model.over_single_pass.{size}",
-                f"guard / {LAYERED}: before_model, {size:,} msgs (the guard's layers)",
+                f"hooks.guard.{COUNTING}.over_single_pass.{size}",
+                f"guard's {COUNTING} / {LAYERED}'s before_model, {size:,} msgs (the guard's "
+                "layers)",
                 _median(ratios),
                 "ratio",
                 None,
@@ -569,7 +572,6 @@ def _node_rows(rounds: int, unit: dict[int, float]) -> list[Row]:
 # calls (`Guard.step` leaves out reading the turn, counting it, ...), but a part marked whole
 # keeps what it calls: the digest of a result is the result's, not the key's.
 PARTS: tuple[tuple[str, object, str, bool], ...] = (
-    ("the hooks themselves", RepeatToolReminderMiddleware, "before_model", False),
     ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_model_call", False),
     ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_tool_call", False),
     ("the step", Guard, "step", False),
@@ -586,7 +588,7 @@ PARTS: tuple[tuple[str, object, str, bool], ...] = (
     ("the detectors' memories", LoopCounter, "_start", True),
     ("the detectors' memories", _counter, "_keep", True),
     ("the state update", StateStore, "write", True),
-    ("the state update", RepeatToolReminderMiddleware, "_update", True),
+    ("the state update", RepeatToolReminderMiddleware, "_kept", True),
     ("the stats", Stats, "add", True),
     ("the report", _middleware, "report", True),
 )

@@ -5,8 +5,9 @@ SDK set up (OpenTelemetry's proxy: what a process gets that has the API installe
 not use it), and on an SDK `MeterProvider` with an in-memory reader, all in the same rounds so
 that each round's figures are taken side by side:
 
-* the middleware's `before_model`, timed as `hooks.py` times it (`TURNS` new turns of a
-  `SHORT` conversation through a fresh guard): the whole hook, as a ratio to metrics off;
+* the middleware's counting hook (`wrap_model_call`), timed as `hooks.py` times it (`TURNS`
+  new turns of a `SHORT` conversation through a fresh guard): the whole hook, as a ratio to
+  metrics off;
 * `Stats.add` of a turn's count, where the metrics are recorded: the difference, which the
   whole hook's noise hides;
 * for scale, one SDK `Counter.add`: what recording each turn's calls on a synchronous
@@ -28,18 +29,18 @@ from repeat_reminder_langchain._counter import Count
 from repeat_reminder_langchain._metrics import metrics_for
 from repeat_reminder_langchain._stats import Stats
 
-from .hooks import SHORT, TURNS, _median, _record, _spread
+from .hooks import COUNTING, SHORT, TURNS, _median, _record, _spread
 from .measure import Row, interleaved
 
 __all__ = ["run"]
 
 
 def _guard(meter_provider: Any) -> Callable[[], float]:
-    """Seconds of `before_model` over `TURNS` turns of a fresh guard on `meter_provider`."""
+    """Seconds of the counting hook over `TURNS` turns of a fresh guard on `meter_provider`."""
 
     def timed() -> float:
         guard = RepeatToolReminderMiddleware(meter_provider=meter_provider)
-        return _record(guard, SHORT, stored=False, timed="before_model")[1]
+        return _record(guard, SHORT, stored=False, timed=COUNTING)[1]
 
     return timed
 
@@ -86,8 +87,8 @@ def run(rounds: int) -> list[Row]:
     }
     rows = [
         Row(
-            "metrics.off.before_model",
-            f"guard: before_model per turn, metrics off, {SHORT} msgs",
+            f"metrics.off.{COUNTING}",
+            f"guard: {COUNTING} per turn, metrics off, {SHORT} msgs",
             _median(per_turn["hook|off"]),
             "us",
         )
@@ -98,8 +99,8 @@ def run(rounds: int) -> list[Row]:
         ]
         rows.append(
             Row(
-                f"metrics.{name}.before_model",
-                f"guard: before_model per turn, metrics on {label} / off",
+                f"metrics.{name}.{COUNTING}",
+                f"guard: {COUNTING} per turn, metrics on {label} / off",
                 _median(ratios),
                 "ratio",
                 None,

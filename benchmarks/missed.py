@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .hooks import LAYERED, LONG, PARTS, PEERS, SHORT, _key
+from .hooks import COUNTING, LAYERED, LONG, PARTS, PEERS, SHORT, _key
 from .measure import Row
 
 __all__ = ["reasons"]
@@ -39,10 +39,9 @@ def _why(row: Row, figure: Figures) -> str:
 
 def _layers(figure: Figures, size: str) -> str | None:
     """What the default guard's turn costs over its rules in one function, and where it goes."""
-    single, before = figure(f"{_SINGLE}.{size}"), figure(f"hooks.guard.before_model.{size}")
-    model = figure(f"hooks.guard.wrap_model_call.{size}")
+    single, counting = figure(f"{_SINGLE}.{size}"), figure(f"hooks.guard.{COUNTING}.{size}")
     tool = figure(f"hooks.guard.wrap_tool_call.{size}")
-    if single is None or before is None or model is None or tool is None:
+    if single is None or counting is None or tool is None:
         return None
     parts = sorted(
         (
@@ -55,9 +54,8 @@ def _layers(figure: Figures, size: str) -> str | None:
     largest = ", ".join(f"{part} {value:.1f}" for value, part in parts[:4])
     return (
         f"the contract's rules for a quiet turn, in one function ({LAYERED}), cost {single:.1f} "
-        f"µs; the guard's before_model costs {before:.1f}, {before / single:.1f} times them (its "
-        f"layers), and wrap_model_call ({model:.1f} µs) and wrap_tool_call ({tool:.1f}) add "
-        f"{model + tool:.1f}"
+        f"µs; the guard's {COUNTING}, which counts the turn, costs {counting:.1f}, "
+        f"{counting / single:.1f} times them (its layers), and wrap_tool_call adds {tool:.1f}"
         + (f"; the largest parts of a turn, in µs: {largest}" if largest else "")
     )
 
@@ -86,13 +84,13 @@ def _peer(row: Row, figure: Figures, size: str) -> str | None:
 
 
 def _node(row: Row, figure: Figures, name: str, size: str) -> str | None:
-    single, before = figure(f"{_SINGLE}.{size}"), figure(f"hooks.guard.before_model.{size}")
+    single, counting = figure(f"{_SINGLE}.{size}"), figure(f"hooks.guard.{COUNTING}.{size}")
     kept = figure(f"hooks.state_kept_node.{size}")
-    if single is None or before is None or kept is None:
+    if single is None or counting is None or kept is None:
         return None
     said = (
         f"the state-kept node counts a turn through the guard's layers, as the middleware's "
-        f"before_model does ({before / single:.1f} times the {LAYERED}, which costs "
+        f"{COUNTING} does ({counting / single:.1f} times the {LAYERED}, which costs "
         f"{single:.1f} µs), and costs {kept / single:.1f} times the {LAYERED}"
     )
     if name == "state_kept_node":

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, NamedTuple
 
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -91,16 +93,20 @@ def turns() -> dict[str, Callable[[], Any]]:
     """
     # The plugin's rule alone: each detector the defaults add enters a module of its own.
     middleware = RepeatToolReminderMiddleware(thresholds=[3], profile="seed", meter_provider=False)
-    middleware._tools([grep])  # as each model request shows the agent's tools
+    model = GenericFakeChatModel(messages=iter(()))
+    tools = [grep]  # each model request shows the agent's tools
     messages: list[Any] = [HumanMessage("find x", id="h")]
     fields: dict[str, Any] = {}
 
     def step() -> None:
         messages.extend(_turn(len(messages)))
         state: Any = {"messages": messages, **fields}
-        update = middleware.before_model(state, None)  # type: ignore[arg-type]
-        fields.update({k: v for k, v in (update or {}).items() if k not in ("messages", "jump_to")})
-        messages.extend((update or {}).get("messages", ()))
+        request = ModelRequest(model=model, messages=list(messages), tools=tools, state=state)
+        response = middleware.wrap_model_call(request, lambda _: ModelResponse(result=[]))
+        if isinstance(response, ExtendedModelResponse):
+            fields.update(response.command.update)  # type: ignore[union-attr]
+            response = response.model_response
+        messages.extend(response.result)
 
     step()  # the tool's rules are resolved, the record kept
     return {"nothing due": step, "a reminder": step}

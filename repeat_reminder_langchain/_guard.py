@@ -140,6 +140,7 @@ class TurnResult(NamedTuple):
         report: What to report (`events.report`); None when nothing was due, or when a
             human's answer resumes a loop that was reported when they were asked.
         turn: The turn that was counted.
+        record: The record after the step (the one read, when the step did not change it).
     """
 
     found: Count
@@ -149,6 +150,7 @@ class TurnResult(NamedTuple):
     stop: BaseException | None
     report: Report | None
     turn: Turn
+    record: Record
 
 
 class Guard:
@@ -288,8 +290,9 @@ class Guard:
             # not delivered, from the current run: it is given no run config.)
             report = None if quiet else self._report(found, reaches, current_run_config(), None)
             self.stats.add(found)
-            update = {} if found.record is None else self.records.write(where, found.record)
-            return TurnResult(found, update, [], False, None, report, turn)
+            kept = record if found.record is None else found.record
+            update = {} if found.record is None else self.records.write(where, kept)
+            return TurnResult(found, update, [], False, None, report, turn, kept)
         run_config = run_config or current_run_config()
         return self._act(
             where,
@@ -395,7 +398,7 @@ class Guard:
             update = self.records.write(where, record)
             if self.keeps_run and report.run not in (None, invocation):
                 update[RUN_FIELD] = report.run
-        return TurnResult(found, update, messages, end, stop, reported, turn)
+        return TurnResult(found, update, messages, end, stop, reported, turn, record)
 
     def final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
         """The final message of a run the guard ends: its words, and what the tools returned."""

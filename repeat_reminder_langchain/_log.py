@@ -54,7 +54,7 @@ def _folders(*packages: str) -> tuple[str, ...]:
 # Python's own. (Found by name, not imported: the core imports nothing of LangChain.)
 _OURS = _folders("repeat_reminder_langchain")
 _LIBRARIES = (
-    *_folders("langchain_core", "langgraph", "langchain", "pydantic"),
+    *_folders("langchain_core", "langgraph", "langchain", "langsmith", "pydantic"),
     sysconfig.get_paths()["stdlib"] + os.sep,
 )
 

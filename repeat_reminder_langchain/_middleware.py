@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NotRequired, TypeVar, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
     ResponseT,
     ToolCallRequest,
-    hook_config,
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
@@ -103,6 +103,17 @@ def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]
     return cast("dict[str, Record]", records)
 
 
+class _Counted(NamedTuple):
+    """What counting a model call's turn led to, and what it was counted from."""
+
+    step: TurnResult | None  # None: nothing new since the record's turn, or counting failed
+    record: Record  # the record the model call goes on with
+    sending: list[Awaitable[None]]  # its events, still to be awaited
+    state: Any = None
+    field: object = None
+    messages: object = None
+
+
 class DefaultName(str):
     """An unnamed instance's name: its text, and an error when it meets its twin.
 
@@ -141,7 +152,10 @@ class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
     """
 
     repeat_tool_reminder: NotRequired[Annotated[dict[str, Record], PrivateStateAttr, merge_records]]
-    repeat_tool_reminder_run: NotRequired[Annotated[str, UntrackedValue, PrivateStateAttr]]
+    # Written by every instance that reports in a run, all in the model call's step.
+    repeat_tool_reminder_run: NotRequired[
+        Annotated[str, UntrackedValue(str, guard=False), PrivateStateAttr]
+    ]
 
 
 _MISPLACED = Misplaced(
@@ -163,9 +177,10 @@ class RepeatToolReminderMiddleware(
     arguments or tool failed. At each threshold it appends a tagged reminder after the turn's
     tool results. Nothing is blocked or rewritten, unless `escalate_after` asks for it.
 
-    What it remembers lives in a private state field, written once per turn by `before_model`
-    (and by `after_agent` when a run ends with an answer to a reminder), so it survives
-    checkpoints, interrupts, process restarts and several workers sharing one checkpointer. A
+    It counts in the model call (`wrap_model_call`): a turn costs the agent no graph step of
+    its own. What it remembers lives in a private state field, written once per turn with the
+    model's answer (and by `after_agent` when a run ends with an answer to a reminder), so it
+    survives checkpoints, interrupts, process restarts and workers sharing one checkpointer. A
     new user message resets it. `stats` holds running totals for this instance; a model that
     answers after a reminder has recovered, counted before its run ends. Tools that declare a
     policy in their metadata are read from the model's requests, and a turn counts with the
@@ -252,6 +267,7 @@ class RepeatToolReminderMiddleware(
         self._agents: dict[tuple[int, ...], tuple[Sequence[object], Tools]] = {}
         self._latest: tuple[Sequence[object], Tools] | None = None  # the last one put in
         self._turns = self._guard.turns
+        self._counted: _Counted | None = None  # the model call's turn counted last
 
     @property
     def tool_policies(self) -> Mapping[str, ToolPolicy]:
@@ -262,29 +278,6 @@ class RepeatToolReminderMiddleware(
     def name(self) -> str:
         """The instance's name, which keeps its counts apart from another instance's."""
         return self._shown
-
-    @override
-    @hook_config(can_jump_to=["end"])
-    def before_model(
-        self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
-        """Count the finished turn; add the reminders it draws, or stop the loop."""
-        update, stop, _ = self._turn(state, dispatch_custom_event)
-        if stop is not None:
-            raise stop
-        return update
-
-    @override
-    async def abefore_model(
-        self, state: RepeatToolReminderMiddlewareState[ResponseT], runtime: Runtime[ContextT]
-    ) -> dict[str, Any] | None:
-        """Count the finished turn; add the reminders it draws, or stop the loop."""
-        update, stop, sending = self._turn(state, adispatch_custom_event)
-        for event in sending:
-            await event
-        if stop is not None:
-            raise stop
-        return update
 
     @override
     def after_agent(
@@ -305,28 +298,48 @@ class RepeatToolReminderMiddleware(
         self,
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], ModelResponse[ResponseT]],
-    ) -> ModelResponse[ResponseT]:
-        """Send stored system reminders as the request's model takes them; learn the tools.
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        """Count the finished turn; add the reminders it draws, or stop the loop; call the model.
 
-        After `exit_behavior="finish"` asked the model for its answer, it is told to call no
-        tool (`tool_choice` none), or gets none where it does not take that choice.
+        The reminders go to the model after the turn's tool results, in the form its model
+        takes, and into the conversation before its answer. After `exit_behavior="finish"`
+        asked the model for its answer, it is told to call no tool (`tool_choice` none), or
+        gets none where it does not take that choice.
         """
-        prepared, tools = self._prepare(request)
-        return self._note_turn_tools(handler(prepared), tools)
+        tools = self._tools(request)
+        counted = self._turn(request.state, dispatch_custom_event)
+        step = counted.step
+        if step is not None and step.stop is not None:
+            raise step.stop
+        if step is not None and step.end:
+            return self._kept(step, None)  # the guard's final word, instead of the model's
+        prepared = self._prepare(request, counted)
+        return self._kept(step, self._note_turn_tools(handler(prepared), tools))
 
     @override
     async def awrap_model_call(
         self,
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
-    ) -> ModelResponse[ResponseT]:
-        """Send stored system reminders as the request's model takes them; learn the tools.
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        """Count the finished turn; add the reminders it draws, or stop the loop; call the model.
 
-        After `exit_behavior="finish"` asked the model for its answer, it is told to call no
-        tool (`tool_choice` none), or gets none where it does not take that choice.
+        The reminders go to the model after the turn's tool results, in the form its model
+        takes, and into the conversation before its answer. After `exit_behavior="finish"`
+        asked the model for its answer, it is told to call no tool (`tool_choice` none), or
+        gets none where it does not take that choice.
         """
-        prepared, tools = self._prepare(request)
-        return self._note_turn_tools(await handler(prepared), tools)
+        tools = self._tools(request)
+        counted = self._turn(request.state, adispatch_custom_event)
+        step = counted.step
+        for event in counted.sending:
+            await event
+        if step is not None and step.stop is not None:
+            raise step.stop
+        if step is not None and step.end:
+            return self._kept(step, None)  # the guard's final word, instead of the model's
+        prepared = self._prepare(request, counted)
+        return self._kept(step, self._note_turn_tools(await handler(prepared), tools))
 
     @override
     def wrap_tool_call(
@@ -350,27 +363,42 @@ class RepeatToolReminderMiddleware(
 
     # -- counting -------------------------------------------------------------------------
 
-    def _turn(
-        self, state: Any, dispatch: Dispatch
-    ) -> tuple[dict[str, Any] | None, BaseException | None, list[Awaitable[None]]]:
-        """The turn's state update, what stops the run, and the events still to be awaited."""
+    def _turn(self, state: Any, dispatch: Dispatch) -> _Counted:
+        """The turn's step, the record it leaves, and its events still to be awaited.
+
+        A wrapper that calls the model again (`ModelRetryMiddleware`, `ModelFallbackMiddleware`
+        around this one) hands the same state again: that turn was counted and reported, and
+        what it led to is given back.
+        """
+        messages: Sequence[BaseMessage] = state.get("messages", ())
+        field = state.get(SOURCE)
+        kept = self._counted
+        if (
+            kept is not None
+            and kept.state is state
+            and kept.field is field
+            and kept.messages is messages
+        ):
+            return kept._replace(sending=[])
         try:
-            step = self._guard.step(state, state["messages"])
-            update = None if step is None else self._update(step)
+            step = self._guard.step(state, messages)
+            record = self._store.read(state) if step is None else step.record
         except RepeatToolReminderWarning:
             raise  # a warning the user's warning filter made an error
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
-            return None, None, []
-        if step is None:
-            return update, None, []
-        return update, step.stop, report(step.report, dispatch)
+            return _Counted(None, {}, [])
+        sending = [] if step is None else report(step.report, dispatch)
+        # The state is held until the next turn, so that its id is never another's.
+        counted = _Counted(step, record, sending, state, field, messages)
+        self._counted = counted
+        return counted
 
     def _count_answer(self, state: Any) -> dict[str, Any] | None:
         """The recovery of a model that answered after a reminder, counted in the run it ends.
 
-        Only an answer is counted here: a tool turn still to count is left to the next
-        `before_model`, whose reminders can still reach the model.
+        Only an answer is counted here: a tool turn still to count is left to the next model
+        call, whose reminders can still reach the model.
         """
         try:
             step = self._guard.answered(state, state["messages"])
@@ -382,39 +410,54 @@ class RepeatToolReminderMiddleware(
         report(step.report, dispatch_custom_event)
         return step.update
 
-    @staticmethod
-    def _update(step: TurnResult) -> dict[str, Any]:
-        """The state update of a step (unused when the step stops the run)."""
-        update = step.update
-        if step.messages:
-            update["messages"] = step.messages
-        if step.end:
-            update["jump_to"] = "end"
-        return update
-
     # -- model calls ----------------------------------------------------------------------
 
-    def _prepare(self, request: ModelRequest[ContextT]) -> tuple[ModelRequest[ContextT], Tools]:
-        """The request, stored system reminders as user turns if its model needs; its tools.
+    @staticmethod
+    def _kept(
+        step: TurnResult | None, response: ModelResponse[ResponseT] | None
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        """The model's response (None: the guard ends the run), with what the step adds.
+
+        The step's messages go before the model's, after the turn's tool results, where the
+        model saw them; its record goes to the state beside them.
+        """
+        if step is None:
+            return cast("ModelResponse[ResponseT]", response)  # counting failed: as it came
+        if step.messages:
+            if response is None:
+                response = ModelResponse(result=step.messages)
+            else:
+                result = [*step.messages, *response.result]
+                response = ModelResponse(result, response.structured_response)
+        response = cast("ModelResponse[ResponseT]", response)
+        if not step.update:
+            return response  # most turns: the record did not change
+        return ExtendedModelResponse(model_response=response, command=Command(update=step.update))
+
+    def _prepare(
+        self, request: ModelRequest[ContextT], counted: _Counted
+    ) -> ModelRequest[ContextT]:
+        """The request with the step's messages, in the form its model takes them.
 
         Decided for this request alone, from its own model: nothing of one request's model is
         kept for the next, which may be another agent's.
         """
-        tools = NO_TOOLS
+        step, record = counted.step, counted.record
         try:
-            tools = self._tools(request.tools or ())
-            record = self._store.read(request.state)
+            if step is not None and step.messages:
+                messages = [*request.messages, *step.messages]
+                request = request.override(messages=cast("list[AnyMessage]", messages))
             if self._finishes and record.get("finishing"):
                 request = self._for_answer(request)
             if not record.get("system"):
-                return request, tools  # most calls: no reminder stored as a system message
+                return request  # most calls: no reminder stored as a system message
             messages = prepare_messages(request.messages, request.model)
             if messages is request.messages:
-                return request, tools  # a model that takes them as they are stored
-            return request.override(messages=cast("list[AnyMessage]", messages)), tools
+                return request  # a model that takes them as they are stored
+            return request.override(messages=cast("list[AnyMessage]", messages))
         except Exception:
             logger.exception("repeat reminder rendering failed; messages sent as stored")
-            return request, tools
+            return request
 
     @staticmethod
     def _for_answer(request: ModelRequest[ContextT]) -> ModelRequest[ContextT]:
@@ -435,13 +478,20 @@ class RepeatToolReminderMiddleware(
             return request.override(messages=shown, tools=[], tool_choice=None)
         return request.override(messages=shown, tool_choice=choice)
 
-    def _tools(self, tools: Sequence[object]) -> Tools:
-        """What an agent's tools declare, read once per set of tools.
+    def _tools(self, request: ModelRequest[ContextT]) -> Tools:
+        """What the request's agent's tools declare, read once per set of tools.
 
-        A turn this instance did not see made (a history handed in, a thread resumed in
-        another process) counts with the tools of the one agent it has seen, if it has seen
-        only one; else with none it could mistake for another agent's.
+        Read before its turn counts: a turn this instance did not see made (a history handed
+        in, a thread resumed in another process) counts with the tools of the one agent it has
+        seen, if it has seen only one; else with none it could mistake for another agent's.
         """
+        try:
+            return self._learn(request.tools or ())
+        except Exception:
+            logger.exception("repeat reminder failed to read the tools; they declare nothing")
+            return NO_TOOLS
+
+    def _learn(self, tools: Sequence[object]) -> Tools:
         latest = self._latest
         if latest is not None and latest[0] is tools:
             return latest[1]  # most requests: the same agent's list as the request before

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -375,3 +376,43 @@ def play(turns: list[list[Call]], config: ReminderConfig = CONFIG) -> tuple[Reco
 
 def c(call_id: str = "", tool: str = "probe", args: Any = None, **outcome: Any) -> Call:
     return Call(call_id, tool, {"q": 1} if args is None else args, **outcome)
+
+
+_ANSWER = AIMessage("done", id="answer")
+
+
+def _request(state: dict[str, Any], tools: Sequence[Any]) -> ModelRequest[Any]:
+    messages = list(state["messages"])
+    return ModelRequest(
+        model=scripted([_ANSWER]), messages=messages, tools=list(tools), state=state
+    )  # type: ignore[arg-type]
+
+
+def _added(response: Any) -> tuple[list[BaseMessage], dict[str, Any] | None]:
+    update = None
+    if isinstance(response, ExtendedModelResponse):
+        response, update = response.model_response, response.command.update  # type: ignore[union-attr]
+    return [m for m in response.result if m is not _ANSWER], update
+
+
+def model_call(
+    middleware: Any, state: dict[str, Any], *, tools: Sequence[Any] = ()
+) -> tuple[list[BaseMessage], dict[str, Any] | None]:
+    """One model call of `state` through the middleware, outside a graph.
+
+    What it adds to the conversation before the model's answer, and its state update (None
+    when it keeps nothing).
+    """
+    answered = ModelResponse(result=[_ANSWER])
+    return _added(middleware.wrap_model_call(_request(state, tools), lambda _: answered))
+
+
+async def amodel_call(
+    middleware: Any, state: dict[str, Any], *, tools: Sequence[Any] = ()
+) -> tuple[list[BaseMessage], dict[str, Any] | None]:
+    """`model_call` through the middleware's async hook."""
+
+    async def handler(_: Any) -> ModelResponse[Any]:
+        return ModelResponse(result=[_ANSWER])
+
+    return _added(await middleware.awrap_model_call(_request(state, tools), handler))

@@ -192,20 +192,21 @@ def test_a_call_is_said_to_have_run_anyway_only_once_its_result_is_the_tools() -
     assert _ran_anyway([HumanMessage("go"), asked, calling, ran])
 
 
-async def test_astream_events_needs_the_limit_passed_for_the_default_stop_to_act() -> None:
-    # What the observing guide says: LangGraph's own limit of 25 steps comes before the tenth
-    # call; with the limit passed, the guard's stop ends the loop.
+async def test_astream_events_ends_the_loop_within_langgraphs_own_limit() -> None:
+    # What the observing guide says: astream_events runs under LangGraph's own limit of 25
+    # steps; the middleware takes two a tool turn, so the default stop at the tenth call comes
+    # within it. A guard that stops later needs the limit passed.
     from langchain.agents import create_agent
     from langgraph.errors import GraphRecursionError
 
-    agent = create_agent(Answers(), tools=[probe], middleware=[RepeatToolReminderMiddleware()])
+    late = RepeatToolReminderMiddleware(escalate_after=13)
+    agent = create_agent(Answers(), tools=[probe], middleware=[late])
     with pytest.raises(GraphRecursionError):
         async for _ in agent.astream_events(ask("loop 500"), version="v2"):
             pass
+    agent = create_agent(Answers(), tools=[probe], middleware=[RepeatToolReminderMiddleware()])
     ended: Any = None
-    async for event in agent.astream_events(
-        ask("loop 500"), {"recursion_limit": 100}, version="v2"
-    ):
+    async for event in agent.astream_events(ask("loop 500"), version="v2"):
         if event["event"] == "on_chain_end" and event["name"] == "LangGraph":
             ended = event["data"]["output"]
     assert_adjacent(ended["messages"])

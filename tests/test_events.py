@@ -38,10 +38,12 @@ from repeat_reminder_langchain._reminder import Escalation, Reminder
 from .conftest import Guarded
 from .helpers import (
     agent_graph,
+    amodel_call,
     ask,
     assert_adjacent,
     call,
     final_messages,
+    model_call,
     probe,
     reminders,
     repeat,
@@ -405,7 +407,7 @@ def test_outside_a_graph_the_log_lines_carry_no_run_id(caplog: pytest.LogCapture
     done = turn(call("probe", SAME), call("probe", SAME))
     state = {"messages": [done, *(ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls)]}
     with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
-        update = RepeatToolReminderMiddleware(thresholds=[2]).before_model(state, None)  # type: ignore[arg-type]
+        _, update = model_call(RepeatToolReminderMiddleware(thresholds=[2]), state)
 
     assert update is not None and "repeat_tool_reminder_run" not in update
     assert [r.__dict__["run_id"] for r in caplog.records] == [None]
@@ -418,14 +420,14 @@ async def test_the_middleware_hooks_work_outside_a_graph_and_survive_their_own_b
     done = turn(call("probe", SAME), call("probe", SAME))
     results = [ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls]
     state = {"messages": [done, *results]}
-    update = middleware.before_model(state, None)  # type: ignore[arg-type]
+    added, update = model_call(middleware, state)
     assert update is not None
-    assert reminders(update["messages"]) == [("gentle", "probe", 2)]
+    assert reminders(added) == [("gentle", "probe", 2)]
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("guard bug")
 
     monkeypatch.setattr(guard_module, "reminder_message", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
-        assert await middleware.abefore_model(state, None) is None  # type: ignore[arg-type]
+        assert await amodel_call(middleware, dict(state)) == ([], None)  # another call
     assert "repeat reminder middleware failed" in caplog.text

@@ -322,15 +322,7 @@ def test_a_history_handed_in_counts_as_if_the_guard_had_watched_it(guarded: Make
     [
         "handler",
         "state",
-        pytest.param(
-            "middleware",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the middleware learns its tools from the model's requests, the first of "
-                "which comes after the history is counted: the tool's own policy (ignore_arguments"
-                ") is not applied to the turns handed in, and their streak breaks",
-            ),
-        ),
+        "middleware",
     ],
 )
 def test_a_history_handed_in_is_read_as_the_guard_reads_a_turn(face: str) -> None:

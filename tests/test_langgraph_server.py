@@ -451,16 +451,22 @@ async def test_reminder_events_are_streamed(client: Any, graph: str, mode: str) 
 async def test_events_stream_needs_an_explicit_recursion_limit(client: Any) -> None:
     # The server guide's advice (docs/guides/server.md): the events stream runs under
     # langchain-core's default limit of 25 steps, while the server's own default lets other
-    # stream modes run far longer.
-    (_, reminded), (_, parts) = await asyncio.gather(
-        loop_on_new_thread(client, "middleware_agent", 9, config=None),
-        stream_on_new_thread(client, "middleware_agent", 9, "events", config=None),
+    # stream modes run far longer. A node graph takes three steps a tool turn, so nine turns
+    # pass the limit; the middleware takes two, and its default stop comes within it.
+    (_, reminded), (_, parts), (thread_id, stopped) = await asyncio.gather(
+        loop_on_new_thread(client, "state_node_agent", 9, config=None),
+        stream_on_new_thread(client, "state_node_agent", 9, "events", config=None),
+        stream_on_new_thread(client, "middleware_agent", 12, "events", config=None),
     )
     assert reminded == [3, 5, 8]
 
     errors = [part.data for part in parts if part.event == "error"]
     assert [error["error"] for error in errors] == ["GraphRecursionError"]
     assert "25" in errors[0]["message"]
+    assert not [part for part in stopped if part.event == "error"]
+    messages = await final_messages(client, thread_id)
+    assert tool_results(messages) == 11  # ten calls ran; the one made after the finish was refused
+    assert messages[-1]["type"] == "ai" and messages[-1]["name"] == FIELD  # the guard's last word
 
 
 @pytest.mark.parametrize("graph", GRAPHS)

@@ -19,6 +19,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware, ModelRequest
 from langchain_core.messages import (
     AIMessage,
+    BaseMessage,
     HumanMessage,
     RemoveMessage,
     ToolMessage,
@@ -42,9 +43,11 @@ from repeat_reminder_langchain._messages import reminder_message
 from .helpers import (
     LoopModel,
     ScriptedModel,
+    amodel_call,
     ask,
     assert_adjacent,
     call,
+    model_call,
     probe,
     reminders,
     repeat,
@@ -366,7 +369,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
         raise RuntimeError("guard bug")
 
     monkeypatch.setattr(guard_module, "read_turn", broken)
-    monkeypatch.setattr(RepeatToolReminderMiddleware, "_tools", broken)
+    monkeypatch.setattr(RepeatToolReminderMiddleware, "_learn", broken)
     with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
         messages = agent_with(
             scripted(repeat("probe", SAME, 3)), RepeatToolReminderMiddleware()
@@ -375,7 +378,7 @@ def test_an_internal_failure_is_logged_and_the_agent_completes(
     assert messages[-1].content == "done"
     logged = {r.getMessage() for r in caplog.records}
     assert "repeat reminder middleware failed; the run goes on without it" in logged
-    assert "repeat reminder rendering failed; messages sent as stored" in logged
+    assert "repeat reminder failed to read the tools; they declare nothing" in logged
 
 
 def test_a_failure_counting_the_answer_at_the_end_is_logged_and_the_run_ends(
@@ -582,6 +585,38 @@ def test_a_reminder_that_cannot_be_converted_is_sent_as_stored(
 # -- instances, names and failures ------------------------------------------------------------
 
 
+class _Down(ScriptedModel):
+    """A provider that is down: every call fails."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("provider down")
+
+
+def test_a_model_call_a_wrapper_makes_again_counts_and_reports_its_turn_once() -> None:
+    from langchain.agents.middleware import ModelFallbackMiddleware
+
+    # Listed first, the fallback wraps the guard: each model call runs the guard's hook once
+    # for the model that is down, once again for the fallback, on the same state.
+    guard = RepeatToolReminderMiddleware()
+    fallback = scripted(repeat("probe", SAME, 3))
+    agent = create_agent(
+        _Down(messages=iter(())), [probe], middleware=[ModelFallbackMiddleware(fallback), guard]
+    )
+    events, messages = [], []
+    for mode, part in agent.stream(ask(), stream_mode=["custom", "values"]):
+        if mode == "custom":
+            events.append(part["repeat_tool_reminder"])
+        else:
+            messages = part["messages"]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert sum(map(is_reminder, fallback.seen[-1])) == 1  # the fallback model saw it once
+    assert guard.stats.snapshot()["calls"] == 3
+    assert guard.stats.snapshot()["reminders"] == {"probe": {"gentle": 1}}
+    assert [e["count"] for e in events] == [3]
+
+
 def test_two_instances_guard_one_agent_each_with_its_own_counts() -> None:
     @tool
     def search_web(q: str = "") -> str:
@@ -699,11 +734,11 @@ async def test_a_state_with_nothing_new_since_the_last_count_is_left_alone() -> 
     state: dict[str, Any] = {
         "messages": [ask()["messages"][0], made, ToolMessage("r", tool_call_id="a")]
     }
-    update = guard.before_model(state, None)  # type: ignore[arg-type]
+    _, update = model_call(guard, state)
     assert update is not None
     state.update(update)
-    assert guard.before_model(state, None) is None  # type: ignore[arg-type]
-    assert await guard.abefore_model(state, None) is None  # type: ignore[arg-type]
+    assert model_call(guard, state) == ([], None)
+    assert await amodel_call(guard, state) == ([], None)
     assert guard.stats.snapshot()["calls"] == 1
 
 

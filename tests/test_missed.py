@@ -20,8 +20,7 @@ from benchmarks.report import missed, write_json
 # A run's figures, as its hooks section writes them (µs a turn, at 20 messages).
 RUN = [
     Row("hooks.single_pass.before_model.20", "single pass", 4.0, "us"),
-    Row("hooks.guard.before_model.20", "guard: before_model", 12.0, "us"),
-    Row("hooks.guard.wrap_model_call.20", "guard: wrap_model_call", 1.5, "us"),
+    Row("hooks.guard.wrap_model_call.20", "guard: wrap_model_call", 12.0, "us"),
     Row("hooks.guard.wrap_tool_call.20", "guard: wrap_tool_call", 0.5, "us"),
     Row("hooks.guard.part.counting.20", "counting", 5.0, "us"),
     Row("hooks.guard.part.reading_the_turn.20", "reading the turn", 3.0, "us"),
@@ -45,8 +44,8 @@ def test_a_missed_per_turn_target_says_what_the_rules_and_the_layers_cost_in_tha
     }
     guard = why["hooks.guard.total.20"]
     assert "in one function (single pass), cost 4.0 µs" in guard
-    assert "before_model costs 12.0, 3.0 times them" in guard
-    assert "wrap_model_call (1.5 µs) and wrap_tool_call (0.5) add 2.0" in guard
+    assert "wrap_model_call, which counts the turn, costs 12.0, 3.0 times them" in guard
+    assert "and wrap_tool_call adds 0.5" in guard
     assert "the largest parts of a turn, in µs: counting 5.0, reading the turn 3.0" in guard
     peer = why["hooks.guard.over_cheapest_peer.20"]
     assert peer.startswith("the single pass alone costs 0.80 times LoopGuardMiddleware (5.0 µs)")

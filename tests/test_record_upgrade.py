@@ -88,6 +88,14 @@ def test_a_thread_of_0_2_0_counts_on_where_it_stood(tmp_path: Path) -> None:
         stored = agent.get_state(config).values["repeat_tool_reminder"][guard.name]
         assert (stored["tool"], stored["count"], "key" in stored) == ("read", 2, False)
 
+        # The migration guide's warning: the thread's checkpoint holds the channel of the
+        # `before_model` node the middleware had before 0.5, and LangGraph's static interrupt
+        # sees it as new at every resume (langgraph#9001): the thread stays where it is.
+        agent.invoke(None, config)
+        assert agent.get_state(config).next == ("tools",)
+        # Resumed by the same agent compiled without a static interrupt, it goes on.
+        saver = sqlite_saver.SqliteSaver(connection)
+        agent = create_agent(scripted([]), tools=[read], middleware=[guard], checkpointer=saver)
         messages = agent.invoke(None, config)["messages"]
         kept = agent.get_state(config).values["repeat_tool_reminder"][guard.name]
 

@@ -30,23 +30,24 @@ def test_a_turn_that_draws_a_reminder_goes_down_once_and_comes_back_once() -> No
 
     modules = {entry.module for entry in entries}
     assert len(modules) <= 12
-    # The face enters the step once and reporting once, and nothing enters the face.
+    # The face enters the step once, reporting once, and the rendering of the model's request
+    # once (the reminder in the form the request's model takes); nothing enters the face.
     face = [entry.module for entry in entries if entry.caller.startswith("_middleware.")]
-    assert face == ["_guard", "_events"]
+    assert face == ["_guard", "_events", "_messages"]
     assert [entry for entry in entries if entry.module == "_middleware"] == entries[:1]
     # Each module is entered from one other, but `reminder`, whose values the counter builds
-    # and the messages render, and `record`, which the counter advances and the guard notes
-    # what it asked in; and no module calls back into one above it.
+    # and the messages render, `record`, which the counter advances and the guard notes what
+    # it asked in, and the two the request's rendering reads again: `messages`, which made the
+    # reminder, and `conversation`, which found the turn; no module calls back into one above.
     callers: dict[str, set[str]] = {}
     for entry in entries[1:]:
         callers.setdefault(entry.module, set()).add(entry.caller.rpartition(".")[0])
     assert {module for module, above in callers.items() if len(above) > 1} == {
         "_reminder",
         "_record",
+        "_messages",
+        "_conversation",
     }
-    # Each module is entered from one place, `reminder` and `record` from two: the counter
-    # builds the reminder (its arguments cut there too), the messages render it (its words and
-    # its tag); the counter writes the turn's count, the guard that a system message was stored.
-    assert len(entries) == len(modules) + 2
+    assert len(entries) == len(modules) + 4
     edges = {(caller, module) for module, above in callers.items() for caller in above}
     assert not {(module, caller) for caller, module in edges} & edges

@@ -1,6 +1,6 @@
 """The benchmark's single pass does the default guard's work for a turn that draws nothing.
 
-`make bench` reads the guard's `before_model` over it as what the guard's layers cost, which
+`make bench` reads the guard's counting hook over it as what the guard's layers cost, which
 holds only while it keeps the very record the guard keeps.
 """
 
@@ -15,7 +15,7 @@ from benchmarks.single_pass import SinglePassMiddleware
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 from repeat_reminder_langchain._conversation import SOURCE
 
-from .helpers import assert_adjacent
+from .helpers import assert_adjacent, model_call
 
 NAME = "RepeatToolReminderMiddleware"
 
@@ -30,7 +30,6 @@ def _turn(index: int, args: dict[str, Any], result: str) -> list[BaseMessage]:
 
 def test_it_keeps_the_record_the_guard_keeps_until_a_turn_draws_something() -> None:
     guard, single = RepeatToolReminderMiddleware(meter_provider=False), SinglePassMiddleware()
-    guard._tools([lookup])  # as the model's request shows the agent's tools
     messages: list[BaseMessage] = [HumanMessage("find a", id="h0")]
     kept: dict[str, dict[str, Any]] = {"guard": {}, "single": {}}
     turns = [
@@ -50,12 +49,12 @@ def test_it_keeps_the_record_the_guard_keeps_until_a_turn_draws_something() -> N
             continue
         messages.extend(_turn(index, args, result))  # type: ignore[arg-type]
         written = {}
-        for name, middleware in (("guard", guard), ("single", single)):
-            update = middleware.before_model({"messages": messages, **kept[name]}, None)  # type: ignore[arg-type]
-            assert update is not None
-            assert "messages" not in update  # nothing drawn
-            kept[name] = update
-            written[name] = update[SOURCE][NAME]
+        added, update = model_call(guard, {"messages": messages, **kept["guard"]}, tools=[lookup])
+        assert update is not None and added == []  # nothing drawn
+        kept["guard"], written["guard"] = update, update[SOURCE][NAME]
+        update = single.before_model({"messages": messages, **kept["single"]}, None)  # type: ignore[arg-type]
+        assert update is not None and "messages" not in update
+        kept["single"], written["single"] = update, update[SOURCE][NAME]
         assert written["single"] == written["guard"]
         counts.append(written["guard"]["count"])
     assert counts == [1, 2, 1, 2, 1, 1, 2]
@@ -63,7 +62,7 @@ def test_it_keeps_the_record_the_guard_keeps_until_a_turn_draws_something() -> N
 
     # The run reaches a threshold: the guard reminds; the single pass counts no such turn.
     messages.extend(_turn(len(turns), {"query": "b"}, "found"))
-    update = guard.before_model({"messages": messages, **kept["guard"]}, None)  # type: ignore[arg-type]
-    assert update is not None and update[SOURCE][NAME]["count"] == 3 and update["messages"]
+    added, update = model_call(guard, {"messages": messages, **kept["guard"]}, tools=[lookup])
+    assert update is not None and update[SOURCE][NAME]["count"] == 3 and added
     assert single.before_model({"messages": messages, **kept["single"]}, None) is None
     assert_adjacent(messages)

@@ -287,10 +287,10 @@ def test_a_turn_the_instance_did_not_see_made_counts_with_no_other_agents_tools(
     guard = RepeatToolReminderMiddleware(thresholds=[2])
     excluded, plain = [poller({"repeat_reminder": {"exclude": True}})], [poller({})]
     assert guard._turns["unseen"].policies == {}
-    guard._tools(excluded)
+    guard._learn(excluded)
     assert guard._turns["unseen"].policies["check_status"].exclude  # its one agent's
     assert guard.tool_policies["check_status"].exclude
-    guard._tools(plain)
+    guard._learn(plain)
     assert guard._turns["unseen"].policies == {}  # two agents: neither is guessed
     assert guard.tool_policies == {}  # the latest request's
 
@@ -303,9 +303,9 @@ def test_the_agents_and_turns_an_instance_remembers_are_bounded(
     guard = RepeatToolReminderMiddleware()
     sets = [[poller({})] for _ in range(3)]
     for turn_id, tools in zip("abc", sets, strict=True):
-        guard._note_turn_tools(AIMessage("", id=turn_id), guard._tools(tools))
+        guard._note_turn_tools(AIMessage("", id=turn_id), guard._learn(tools))
     assert len(guard._agents) == len(guard._turns) == 2
-    assert guard._tools(sets[2]) is guard._turns["c"]  # the latest kept, the first gone
+    assert guard._learn(sets[2]) is guard._turns["c"]  # the latest kept, the first gone
     assert guard._turns["a"] is NO_TOOLS  # two agents known: none is guessed
 
 
@@ -313,8 +313,8 @@ def test_a_turn_is_noted_whatever_form_the_model_call_answers_in() -> None:
     # What an inner handler answers: a ModelResponse, an AIMessage, or a response with a
     # Command beside it (ExtendedModelResponse).
     guard = RepeatToolReminderMiddleware()
-    tools = guard._tools([poller({})])
-    guard._tools([poller({})])  # a second agent: a turn not noted would get no tools
+    tools = guard._learn([poller({})])
+    guard._learn([poller({})])  # a second agent: a turn not noted would get no tools
     answers = [
         ModelResponse(result=[AIMessage("", id="plain")]),
         AIMessage("", id="bare"),
