@@ -573,7 +573,6 @@ def _node_rows(rounds: int, unit: dict[int, float]) -> list[Row]:
 # keeps what it calls: the digest of a result is the result's, not the key's.
 PARTS: tuple[tuple[str, object, str, bool], ...] = (
     ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_model_call", False),
-    ("the hooks themselves", RepeatToolReminderMiddleware, "wrap_tool_call", False),
     ("the step", Guard, "step", False),
     ("reading the record", StateStore, "read", True),
     ("reading the turn", _guard, "read_turn", True),

@@ -40,8 +40,7 @@ def _why(row: Row, figure: Figures) -> str:
 def _layers(figure: Figures, size: str) -> str | None:
     """What the default guard's turn costs over its rules in one function, and where it goes."""
     single, counting = figure(f"{_SINGLE}.{size}"), figure(f"hooks.guard.{COUNTING}.{size}")
-    tool = figure(f"hooks.guard.wrap_tool_call.{size}")
-    if single is None or counting is None or tool is None:
+    if single is None or counting is None:
         return None
     parts = sorted(
         (
@@ -55,7 +54,7 @@ def _layers(figure: Figures, size: str) -> str | None:
     return (
         f"the contract's rules for a quiet turn, in one function ({LAYERED}), cost {single:.1f} "
         f"µs; the guard's {COUNTING}, which counts the turn, costs {counting:.1f}, "
-        f"{counting / single:.1f} times them (its layers), and wrap_tool_call adds {tool:.1f}"
+        f"{counting / single:.1f} times them (its layers)"
         + (f"; the largest parts of a turn, in µs: {largest}" if largest else "")
     )
 

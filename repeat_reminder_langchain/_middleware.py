@@ -36,6 +36,7 @@ from ._wiring import Misplaced
 
 if TYPE_CHECKING:
     from ._metrics import MeterProviderOption
+    from ._reminder import Escalation
 
 __all__ = ["RepeatToolReminderMiddleware", "RepeatToolReminderMiddlewareState"]
 
@@ -112,6 +113,9 @@ class _Counted(NamedTuple):
     state: Any = None
     field: object = None
     messages: object = None
+
+
+_NOTHING = _Counted(None, {}, [])
 
 
 class DefaultName(str):
@@ -259,8 +263,10 @@ class RepeatToolReminderMiddleware(
         )
         self.stats = self._guard.stats
         stops = self._guard.stops
-        self._blocks = stops is not None and stops.refuses
         self._finishes = stops is not None and stops.asks_answer
+        if stops is not None and stops.refuses and not isinstance(self, _RefusesCalls):
+            # Only a guard that refuses calls has the tool-call hook (`_RefusesCalls`).
+            self.__class__ = _refusing(type(self))
         # What each agent's tools declare, by the tools of its requests (one agent's tools are
         # the same objects every request); and which of them made each model turn, by its id:
         # a turn counts with its own agent's tools, whatever other agents share the instance.
@@ -304,17 +310,17 @@ class RepeatToolReminderMiddleware(
         The reminders go to the model after the turn's tool results, in the form its model
         takes, and into the conversation before its answer. After `exit_behavior="finish"`
         asked the model for its answer, it is told to call no tool (`tool_choice` none), or
-        gets none where it does not take that choice.
+        gets none where it does not take that choice; a call it makes all the same is refused,
+        and the run ends.
         """
         tools = self._tools(request)
         counted = self._turn(request.state, dispatch_custom_event)
-        step = counted.step
-        if step is not None and step.stop is not None:
-            raise step.stop
-        if step is not None and step.end:
-            return self._kept(step, None)  # the guard's final word, instead of the model's
-        prepared = self._prepare(request, counted)
-        return self._kept(step, self._note_turn_tools(handler(prepared), tools))
+        ended = self._stopped(counted)
+        if ended is not None:
+            return ended
+        response = self._note_turn_tools(handler(self._prepare(request, counted)), tools)
+        after = self._insisted(request.state, counted, response, dispatch_custom_event)
+        return self._kept(counted.step, response, after)
 
     @override
     async def awrap_model_call(
@@ -322,44 +328,19 @@ class RepeatToolReminderMiddleware(
         request: ModelRequest[ContextT],
         handler: Callable[[ModelRequest[ContextT]], Awaitable[ModelResponse[ResponseT]]],
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
-        """Count the finished turn; add the reminders it draws, or stop the loop; call the model.
-
-        The reminders go to the model after the turn's tool results, in the form its model
-        takes, and into the conversation before its answer. After `exit_behavior="finish"`
-        asked the model for its answer, it is told to call no tool (`tool_choice` none), or
-        gets none where it does not take that choice.
-        """
+        """`wrap_model_call`, with the events of its steps awaited."""
         tools = self._tools(request)
         counted = self._turn(request.state, adispatch_custom_event)
-        step = counted.step
         for event in counted.sending:
             await event
-        if step is not None and step.stop is not None:
-            raise step.stop
-        if step is not None and step.end:
-            return self._kept(step, None)  # the guard's final word, instead of the model's
-        prepared = self._prepare(request, counted)
-        return self._kept(step, self._note_turn_tools(await handler(prepared), tools))
-
-    @override
-    def wrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
-    ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it, or the model was asked for its answer."""
-        blocked = self._blocked(request) if self._blocks or self._finishes else None
-        return blocked if blocked is not None else handler(request)
-
-    @override
-    async def awrap_tool_call(
-        self,
-        request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
-    ) -> ToolMessage | Command[Any]:
-        """Run the call, unless escalation blocks it, or the model was asked for its answer."""
-        blocked = self._blocked(request) if self._blocks or self._finishes else None
-        return blocked if blocked is not None else await handler(request)
+        ended = self._stopped(counted)
+        if ended is not None:
+            return ended
+        response = self._note_turn_tools(await handler(self._prepare(request, counted)), tools)
+        after = self._insisted(request.state, counted, response, adispatch_custom_event)
+        for event in after.sending:
+            await event
+        return self._kept(counted.step, response, after)
 
     # -- counting -------------------------------------------------------------------------
 
@@ -387,7 +368,7 @@ class RepeatToolReminderMiddleware(
             raise  # a warning the user's warning filter made an error
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
-            return _Counted(None, {}, [])
+            return _NOTHING
         sending = [] if step is None else report(step.report, dispatch)
         # The state is held until the next turn, so that its id is never another's.
         counted = _Counted(step, record, sending, state, field, messages)
@@ -412,27 +393,73 @@ class RepeatToolReminderMiddleware(
 
     # -- model calls ----------------------------------------------------------------------
 
+    def _stopped(
+        self, counted: _Counted
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT] | None:
+        """What the model call gives instead of the model's answer when the step stops the run.
+
+        It raises what stops the run (`error`, `interrupt`); for a run the guard ends, it is
+        the guard's final word. None: the model is called.
+        """
+        step = counted.step
+        if step is None:
+            return None
+        if step.stop is not None:
+            raise step.stop
+        return self._kept(step, None) if step.end else None
+
+    def _insisted(
+        self, state: Any, counted: _Counted, response: ModelResponse[ResponseT], dispatch: Dispatch
+    ) -> _Counted:
+        """The end of a run whose model called a tool after it was asked for its answer.
+
+        Each call gets its refusal, and the turn is counted at once, as the next model call
+        would count it: the run ends with the guard's final word, in the model's own step.
+        """
+        if not self._finishes or not counted.record.get("finishing"):
+            return _NOTHING  # most calls: the model was not asked for its answer
+        made = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        if made is None or not made.tool_calls:
+            return _NOTHING  # it answered
+        try:
+            asked = cast("Escalation", answer_requested(counted.record))
+            refusals = [blocked_result(asked, call["id"] or "") for call in made.tool_calls]
+            step = counted.step
+            before = [] if step is None else step.messages
+            where = {**state, **({} if step is None else step.update)}
+            history = [*state.get("messages", ()), *before, *response.result, *refusals]
+            ended = cast("TurnResult", self._guard.step(where, history))  # the turn just made
+        except Exception:
+            logger.exception("repeat reminder middleware failed; the run goes on without it")
+            return _NOTHING
+        ended = ended._replace(messages=[*refusals, *ended.messages])
+        return _Counted(ended, ended.record, report(ended.report, dispatch))
+
     @staticmethod
     def _kept(
-        step: TurnResult | None, response: ModelResponse[ResponseT] | None
+        step: TurnResult | None,
+        response: ModelResponse[ResponseT] | None,
+        after: _Counted | None = None,
     ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
-        """The model's response (None: the guard ends the run), with what the step adds.
+        """The model's response (None: the guard ends the run), with what the steps add.
 
         The step's messages go before the model's, after the turn's tool results, where the
-        model saw them; its record goes to the state beside them.
+        model saw them; what came `after` the answer, after it; the records go to the state
+        beside them.
         """
-        if step is None:
-            return cast("ModelResponse[ResponseT]", response)  # counting failed: as it came
-        if step.messages:
-            if response is None:
-                response = ModelResponse(result=step.messages)
-            else:
-                result = [*step.messages, *response.result]
-                response = ModelResponse(result, response.structured_response)
-        response = cast("ModelResponse[ResponseT]", response)
-        if not step.update:
-            return response  # most turns: the record did not change
-        return ExtendedModelResponse(model_response=response, command=Command(update=step.update))
+        last = None if after is None else after.step
+        if (step is None or (not step.messages and not step.update)) and last is None:
+            return cast("ModelResponse[ResponseT]", response)  # most turns: nothing added
+        result = [*(step.messages if step else ()), *(response.result if response else ())]
+        update = dict(step.update) if step else {}
+        if last is not None:
+            result += last.messages
+            update.update(last.update)
+        kept: ModelResponse[ResponseT] = ModelResponse(
+            result, None if response is None else response.structured_response
+        )
+        # A step that adds messages keeps its record (`Guard.step`): the update is never empty.
+        return ExtendedModelResponse(model_response=kept, command=Command(update=update))
 
     def _prepare(
         self, request: ModelRequest[ContextT], counted: _Counted
@@ -467,8 +494,8 @@ class RepeatToolReminderMiddleware(
         `tool_choice` that tells the model to call none, where it takes one (`no_tool_choice`):
         the head of the prompt, where the tools sit, stays the prefix a provider has cached.
         Elsewhere, and beside a `response_format` (LangChain then forces its structured output
-        tool, or sends no choice), they are withheld. A call made all the same is refused
-        (`wrap_tool_call`).
+        tool, or sends no choice), they are withheld. A call made all the same is refused,
+        and the run ends (`_insisted`).
         """
         choice = None
         if request.tools and request.response_format is None:
@@ -518,26 +545,54 @@ class RepeatToolReminderMiddleware(
     # -- tool calls -----------------------------------------------------------------------
 
     def _blocked(self, request: ToolCallRequest) -> ToolMessage | None:
+        """The error result of a call that reaches the limit; None: it runs."""
         try:
             state = request.state
             record = self._store.read(state)
             call_id = request.tool_call.get("id") or ""
-            asked = answer_requested(record)
-            if asked:
-                # Asked for its answer, the model called a tool all the same (a provider that
-                # ignored tool_choice none, or the withheld tools): the call does not run, and
-                # the run then ends. The refusal names the loop it was asked to end.
-                return blocked_result(asked, call_id)
-            if not self._blocks:
-                return None
-            messages = state.get("messages", ())
-            counter = self._guard.counter
-            turn, tools = self._guard.read(messages, record)
+            turn, tools = self._guard.read(state.get("messages", ()), record)
             position = next((i for i, c in enumerate(turn.calls) if c.id == call_id), None)
             if position is None:
                 return None
-            escalation = counter.predict(record, turn, position, tools.policies, tools.schemas)
+            policies, schemas = tools.policies, tools.schemas
+            escalation = self._guard.counter.predict(record, turn, position, policies, schemas)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
             return None
         return None if escalation is None else blocked_result(escalation, call_id)
+
+
+class _RefusesCalls(RepeatToolReminderMiddleware[Any, Any]):
+    """The tool-call hook, had only by a guard that refuses calls (`exit_behavior="block"`).
+
+    `create_agent` runs every tool call of an agent through each tool-call hook its middleware
+    has, whatever the hook does: some 60 µs a turn (`make bench`'s whole runs).
+    """
+
+    @override
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the call, unless it reaches the limit: it gets an error result instead."""
+        blocked = self._blocked(request)
+        return blocked if blocked is not None else handler(request)
+
+    @override
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the call, unless it reaches the limit: it gets an error result instead."""
+        blocked = self._blocked(request)
+        return blocked if blocked is not None else await handler(request)
+
+
+def _refusing(face: type[Any]) -> type[Any]:
+    """`face` with the tool-call hook (`_RefusesCalls`), under its own name."""
+    if face is RepeatToolReminderMiddleware:
+        return _RefusesCalls
+    names = {"__module__": face.__module__, "__qualname__": face.__qualname__}
+    return type(face.__name__, (_RefusesCalls, face), {**names, "__doc__": face.__doc__})

@@ -386,12 +386,15 @@ def test_a_call_to_an_untracked_tool_after_the_request_ends_the_run_in_the_name_
     ended_in_the_loops_name(messages, 4)
 
 
-def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same(run: str) -> None:
     # A provider that ignores the withheld tools: the call is answered with a refusal, not
     # run (a second payment, say), and the run ends.
     probe, ran = _counted_probe()
     agent = build("middleware", Finisher(deaf=True), tools=[probe], **FINISH)
-    messages = agent.invoke(ask("loop 50"))
+    messages = (
+        agent.invoke(ask("loop 50")) if run == "sync" else await agent.ainvoke(ask("loop 50"))
+    )
 
     assert_adjacent(messages)
     assert ran == ["same"] * 4  # the fifth call was not run
@@ -399,6 +402,79 @@ def test_finish_refuses_the_calls_of_a_model_that_calls_all_the_same() -> None:
     assert isinstance(refused, ToolMessage) and refused.status == "error"
     assert from_guard(refused) and "you were asked for your answer" in str(refused.content)
     assert (ended(messages) or {})["count"] == 5
+
+
+def test_a_failure_refusing_a_call_made_all_the_same_is_logged_and_the_run_still_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The guard never fails the run: the call runs, as it did before any request, and the
+    # next model call ends the run, which the call took on after it was asked for its answer.
+    import repeat_reminder_langchain._middleware as middleware_module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("guard bug")
+
+    monkeypatch.setattr(middleware_module, "blocked_result", broken)
+    probe, ran = _counted_probe()
+    agent = build("middleware", Finisher(deaf=True), tools=[probe], **FINISH)
+    with caplog.at_level(logging.ERROR, logger="repeat_reminder_langchain"):
+        messages = agent.invoke(ask("loop 50"))
+
+    assert_adjacent(messages)
+    assert ran == ["same"] * 5  # the fifth ran
+    assert "repeat reminder middleware failed; the run goes on without it" in caplog.messages
+    assert (ended(messages) or {})["count"] == 5
+
+
+def test_finish_ends_a_model_that_calls_all_the_same_before_a_human_is_asked_about_it() -> None:
+    # The refusal and the end come with the model's answer, in its own step: the human asked
+    # before each call is not asked about one that will not run.
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    probe, ran = _counted_probe()
+    human = HumanInTheLoopMiddleware(interrupt_on={"probe": True})
+    guard = RepeatToolReminderMiddleware(**FINISH)
+    agent = create_agent(
+        Finisher(deaf=True), [probe], middleware=[human, guard], checkpointer=InMemorySaver()
+    )
+    config: Any = {"configurable": {"thread_id": "asked"}}
+    result = agent.invoke(ask("loop 50"), config)
+    approvals = 0
+    while "__interrupt__" in result:
+        approvals += 1
+        result = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+
+    messages = result["messages"]
+    assert_adjacent(messages)
+    assert (approvals, ran) == (4, ["same"] * 4)
+    assert isinstance(messages[-2], ToolMessage) and from_guard(messages[-2])  # refused
+    assert (ended(messages) or {})["count"] == 5
+
+
+def test_only_a_guard_that_refuses_calls_has_the_tool_call_hook() -> None:
+    # create_agent runs every tool call through each tool-call hook of its middleware.
+    from langchain.agents.middleware import AgentMiddleware
+
+    class Named(RepeatToolReminderMiddleware):  # type: ignore[type-arg]
+        pass
+
+    def hook(guard: Any) -> bool:
+        return type(guard).wrap_tool_call is not AgentMiddleware.wrap_tool_call
+
+    assert not hook(RepeatToolReminderMiddleware())
+    assert not hook(RepeatToolReminderMiddleware(**FINISH))
+    assert not hook(RepeatToolReminderMiddleware(profile="seed"))
+    blocks = RepeatToolReminderMiddleware(**{**LIMIT, "exit_behavior": "block"})
+    assert hook(blocks) and isinstance(blocks, RepeatToolReminderMiddleware)
+    assert blocks.name == "RepeatToolReminderMiddleware"
+    observes = RepeatToolReminderMiddleware(**{**LIMIT, "exit_behavior": "block"}, mode="observe")
+    assert not hook(observes)
+    own = Named(**{**LIMIT, "exit_behavior": "block"})
+    assert hook(own) and isinstance(own, Named) and type(own).__name__ == "Named"
+    assert own.name == "Named"
 
 
 def _node_agent(face: str, model: Any, tools: list[Any], *, bind: bool = False) -> tuple[Any, Any]:

@@ -21,7 +21,6 @@ from benchmarks.report import missed, write_json
 RUN = [
     Row("hooks.single_pass.before_model.20", "single pass", 4.0, "us"),
     Row("hooks.guard.wrap_model_call.20", "guard: wrap_model_call", 12.0, "us"),
-    Row("hooks.guard.wrap_tool_call.20", "guard: wrap_tool_call", 0.5, "us"),
     Row("hooks.guard.part.counting.20", "counting", 5.0, "us"),
     Row("hooks.guard.part.reading_the_turn.20", "reading the turn", 3.0, "us"),
     Row("hooks.loopguardmiddleware.total.20", "LoopGuardMiddleware", 5.0, "us"),
@@ -45,7 +44,6 @@ def test_a_missed_per_turn_target_says_what_the_rules_and_the_layers_cost_in_tha
     guard = why["hooks.guard.total.20"]
     assert "in one function (single pass), cost 4.0 µs" in guard
     assert "wrap_model_call, which counts the turn, costs 12.0, 3.0 times them" in guard
-    assert "and wrap_tool_call adds 0.5" in guard
     assert "the largest parts of a turn, in µs: counting 5.0, reading the turn 3.0" in guard
     peer = why["hooks.guard.over_cheapest_peer.20"]
     assert peer.startswith("the single pass alone costs 0.80 times LoopGuardMiddleware (5.0 µs)")
@@ -66,11 +64,11 @@ def test_a_flat_ratio_missed_within_its_spread_asks_for_a_calm_machine_else_says
     None
 ):
     sizes = [
-        Row("hooks.guard.wrap_tool_call.20.stored", "20", 1.0, "us"),
-        Row("hooks.guard.wrap_tool_call.2000.stored", "2000", 1.1, "us"),
+        Row("hooks.guard.wrap_model_call.20.stored", "20", 1.0, "us"),
+        Row("hooks.guard.wrap_model_call.2000.stored", "2000", 1.1, "us"),
     ]
     noisy = Row(
-        "hooks.guard.wrap_tool_call__stored_reminders.flat", "flat", 1.06, "ratio", 1.05, 0.02
+        "hooks.guard.wrap_model_call__stored_reminders.flat", "flat", 1.06, "ratio", 1.05, 0.02
     )
     grown = replace(noisy, value=1.1, spread=0.01)
 
