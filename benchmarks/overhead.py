@@ -167,8 +167,9 @@ def _added_rows(prefix: str, label: str, samples: Samples) -> list[Row]:
     """What each middleware adds to a bare agent's turn in whole runs; the guard over the peers.
 
     The no-op of the guard's shape and each of its hooks alone, doing nothing, say how much of
-    the guard's figure is create_agent running its hooks (a node for `before_model` every turn),
-    and how much is the guard's work in them.
+    the guard's figure is create_agent running its hooks (a graph node for each `before_*` or
+    `after_*` hook, a wrapper around each model or tool call for each `wrap_*` one), and how
+    much is the guard's work in them.
     """
     bare = samples.median("bare")
     names = ("guard", "noop", *PEERS, *(_SHAPE + hook for hook in SHAPES))
