@@ -128,6 +128,19 @@ def test_words_that_cannot_be_said_fail_at_construction(words: object, problem: 
     assert problem in str(caught.value)
 
 
+@pytest.mark.filterwarnings("ignore:words for")
+def test_words_may_give_every_field_they_name_a_format_spec_its_values_take() -> None:
+    # Words are said once when the guard is built, with a value in every field: a spec any
+    # tool name, count, limit, preview or quoted text takes (aligned, here) is accepted.
+    from repeat_reminder_langchain._detectors import DETECTORS
+
+    for detector in ("*", *DETECTORS):
+        for level in ("gentle", "detailed", "final"):
+            aligned = " ".join(f"{{{name}:>1}}" for name in word_fields(detector, level))
+            config = ReminderConfig(words={detector: {level: aligned}})
+            assert config.words == {detector: {level: aligned}}
+
+
 def test_the_fields_words_may_name_are_the_ones_a_reminder_has() -> None:
     reminder = Reminder("ls", 3, "gentle", "{}")
     said = " ".join(f"{{{name}}}" for name in word_fields("*", "gentle"))
