@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,3 +160,33 @@ def test_what_a_file_cannot_hold_is_refused(tmp_path: Path) -> None:
         ReminderConfig(not_user=lambda text: True).to_file(tmp_path / "a.toml")
     with pytest.raises(ConfigError, match=r"a settings file is \.toml or \.json"):
         ReminderConfig().to_file(tmp_path / "a.ini")
+
+
+@pytest.mark.parametrize(
+    ("fields", "takes"),
+    [
+        ({"not_user": lambda text: True}, "not_user: {} only a pattern"),
+        ({"words": {"repeat": {"gentle": lambda r: "stop"}}}, "words: {} only format strings"),
+        ({"normalise_results": lambda text: text}, "normalise_results: {} only True or False"),
+    ],
+)
+def test_a_function_a_file_cannot_hold_is_named_with_what_the_file_takes(
+    tmp_path: Path, fields: dict[str, Any], takes: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        ReminderConfig(**fields).to_file(tmp_path / "a.toml")
+    assert str(refused.value) == takes.format("a function cannot be written to a file,")
+    assert not (tmp_path / "a.toml").exists()
+
+
+def test_a_written_file_is_laid_out_to_be_read(tmp_path: Path) -> None:
+    # Indented JSON; a TOML table of words under its detector, with no empty table above it;
+    # a file with nothing to set says so.
+    ReminderConfig(thresholds=[2, 4]).to_file(tmp_path / "a.json")
+    assert (tmp_path / "a.json").read_text() == '{\n  "thresholds": [\n    2,\n    4\n  ]\n}\n'
+    ReminderConfig(words={"repeat": {"gentle": "stop {tool}"}}).to_file(tmp_path / "a.toml")
+    assert (tmp_path / "a.toml").read_text() == '[words."repeat"]\n"gentle" = "stop {tool}"\n'
+    ReminderConfig().to_file(tmp_path / "b.toml")
+    assert (tmp_path / "b.toml").read_text() == "# The defaults fit: no setting to change.\n"
+    ReminderConfig(words={}).to_file(tmp_path / "c.toml")  # set, to nothing: an empty table
+    assert (tmp_path / "c.toml").read_text() == "[words]\n"
