@@ -448,18 +448,22 @@ class RepeatToolReminderMiddleware(
         beside them.
         """
         last = None if after is None else after.step
-        if (step is None or (not step.messages and not step.update)) and last is None:
-            return cast("ModelResponse[ResponseT]", response)  # most turns: nothing added
-        result = [*(step.messages if step else ()), *(response.result if response else ())]
-        update = dict(step.update) if step else {}
+        before = [] if step is None else step.messages
+        update = {} if step is None else step.update
         if last is not None:
-            result += last.messages
-            update.update(last.update)
-        kept: ModelResponse[ResponseT] = ModelResponse(
-            result, None if response is None else response.structured_response
-        )
-        # A step that adds messages keeps its record (`Guard.step`): the update is never empty.
-        return ExtendedModelResponse(model_response=kept, command=Command(update=update))
+            update = {**update, **last.update}
+        if before or last is not None or response is None:
+            result = [
+                *before,
+                *(response.result if response else ()),
+                *(last.messages if last else ()),
+            ]
+            structured = None if response is None else response.structured_response
+            response = ModelResponse(result, structured)
+        if not update:
+            return response  # the record did not change (or counting failed): as it came
+        # Most turns: the model's answer as it came, and the record that names its turn.
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
     def _prepare(
         self, request: ModelRequest[ContextT], counted: _Counted
