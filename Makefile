@@ -76,6 +76,7 @@ lint: $(READY)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mypy evaluation
+	$(BIN)/python scripts/mutation_report.py --check-list
 
 test: lint
 	scripts/with-postgres $(BIN)/python -m pytest --cov --cov-report=term-missing

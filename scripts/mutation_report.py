@@ -21,6 +21,13 @@ script prints it for every survivor). mutmut numbers the mutants of a function i
 edit of the function renumbers them: the fingerprint makes sure that a name still means the
 mutant that was judged equivalent, and not some other one that took its number.
 
+`--check-list` needs no run: it makes the mutants of the code as it is, as `mutmut run` first
+does (some 15 seconds), and checks every entry of the list against them. An entry whose mutant
+mutmut now numbers otherwise (its function was edited) is shown with its new name, which
+`--renumber` writes; an entry whose mutant is gone or changed must be judged again, and the
+mutant that now has its name is shown. `make test` runs it, so that the list stays true of the
+code between full runs.
+
 Exits 1 when the overall score is below the floor, when a mutant survived that the list does not
 excuse, when an entry of the list no longer matches its mutant (changed, gone or killed), or when
 the run did not finish (a mutant not checked). Run from the project's root.
@@ -36,6 +43,7 @@ import sys
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
+from difflib import unified_diff
 from pathlib import Path
 
 FLOOR = 94.0
@@ -157,6 +165,76 @@ def fingerprint(change: str) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:10]
 
 
+def current_mutants(root: Path) -> dict[str, str]:
+    """Every mutant of the code as it is, by name, with its change (as `diff`); none is run.
+
+    Each mutated file is made as `mutmut run` makes it ([tool.mutmut] only_mutate), and each
+    mutant's function is read beside the function's unmutated copy by the lines mutmut says
+    they hold: the fingerprint is of the same changed lines `diff` shows after a run.
+    """
+    from mutmut.mutation.file_mutation import mutate_file_contents
+    from mutmut.utils.format_utils import orig_function_and_class_names_from_key
+
+    with (root / "pyproject.toml").open("rb") as file:
+        patterns = tomllib.load(file)["tool"]["mutmut"]["only_mutate"]
+    changes: dict[str, str] = {}
+    for path in sorted({path for pattern in patterns for path in root.glob(pattern)}):
+        source = path.relative_to(root)
+        module = ".".join(source.with_suffix("").parts)
+        mutated = mutate_file_contents(str(source), path.read_text(encoding="utf-8"))
+        lines = mutated.code.splitlines()
+        spans = mutated.line_span_by_function_name
+        for name in mutated.mutant_names:
+            # Both under the name of the function they were made from, as `diff` shows them.
+            plain = orig_function_and_class_names_from_key(name)[0]
+            original = name.partition("__mutmut_")[0] + "__mutmut_orig"
+            before, after = (
+                [line.replace(made, plain) for line in lines[span.start - 1 : span.end]]
+                for made in (original, name)
+                for span in (spans[made],)  # 1-based, both ends in
+            )
+            changes[f"{module}.{name}"] = "\n".join(unified_diff(before, after, lineterm=""))
+    return changes
+
+
+def check_list(path: Path, changes: dict[str, str], renumber: bool) -> list[str]:
+    """What is wrong with the list against the mutants as they are (`current_mutants`).
+
+    With `renumber`, an entry whose mutant moved to another number in its function gets that
+    number, in place.
+    """
+    listed, problems = read_equivalent(path)
+    marks = {name: fingerprint(change) for name, change in changes.items()}
+    by_mark: dict[tuple[str, str], list[str]] = {}
+    for name, mark in marks.items():
+        by_mark.setdefault((name.partition("__mutmut_")[0], mark), []).append(name)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if listed else []
+    for name, entry in listed.items():
+        if marks.get(name) == entry.fingerprint:
+            continue
+        function = name.partition("__mutmut_")[0]
+        # Its mutant under another number, unless an entry already names that one.
+        moved = [
+            n
+            for n in by_mark.get((function, entry.fingerprint), [])
+            if n not in listed or marks[n] != listed[n].fingerprint
+        ]
+        if len(moved) == 1 and renumber:
+            lines[entry.line - 1] = lines[entry.line - 1].replace(name, moved[0], 1)
+            print(f"{path}:{entry.line}: {name} is now {moved[0]}: renumbered")
+        elif len(moved) == 1:
+            problems.append(f"{path}:{entry.line}: {name} is now {moved[0]} (--renumber)")
+        else:
+            now = _indent(changes[name]) if name in changes else "      (no such mutant now)"
+            problems.append(
+                f"{path}:{entry.line}: {name} ({entry.fingerprint}) is gone or changed: judge "
+                f"it again; the mutant of that name now:\n{now}"
+            )
+    if renumber and lines:
+        path.write_text("".join(lines), encoding="utf-8")
+    return problems
+
+
 def status(code: int | None) -> str:
     """The name mutmut gives an exit code."""
     for table in (KILLED, TIMEOUT, CRASHED, SURVIVED, NOT_RUN):
@@ -250,7 +328,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floor", type=float, default=FLOOR, help="lowest passing score, %%")
     parser.add_argument("--equivalent", type=Path, default=EQUIVALENT)
     parser.add_argument("--diffs", action="store_true", help="show the diff of every survivor")
+    parser.add_argument(
+        "--check-list",
+        action="store_true",
+        help="check the list against the mutants of the code as it is, without a run",
+    )
+    parser.add_argument(
+        "--renumber", action="store_true", help="with --check-list: write moved entries' names"
+    )
     args = parser.parse_args(argv)
+    if args.check_list:
+        problems = check_list(args.equivalent, current_mutants(Path.cwd()), args.renumber)
+        for problem in problems:
+            print(f"FAIL: {problem}")
+        return 1 if problems else 0
     results = read_results(Path.cwd())
     if not results:
         print(f"No results in {MUTANTS}/: run `mutmut run` first.", file=sys.stderr)
