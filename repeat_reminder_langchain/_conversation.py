@@ -136,20 +136,18 @@ def read_turn(
     answered without a call; after it, whether the user spoke. `NOTHING` when nothing did.
     `not_user` picks out the user-role messages that are not the user (`is_user_message`).
     """
-    # Back to the latest model turn, in this frame: a turn already counted ends here.
-    index = (len(messages) if end is None else end) - 1
-    stop = index + 1
+    # Back to the latest model turn, in this frame: a turn already counted ends here. (Each
+    # walk is a `range`, which no slip of an index can make endless.)
+    stop = len(messages) if end is None else end
     spoke_after = False
-    while index >= 0:
+    for index in range(stop - 1, -1, -1):
         item = messages[index]
         kind = type(item)  # the exact classes first: message classes check subclasses slowly
         if kind is ToolMessage:
-            index -= 1
             continue
         if kind is AIMessage or isinstance(item, AIMessage):
             break
         spoke_after = spoke_after or is_user_message(item, not_user)
-        index -= 1
     else:
         return Turn(spoke_after=True) if spoke_after else NOTHING
     message: AIMessage = item  # type: ignore[assignment]
@@ -162,9 +160,8 @@ def read_turn(
     calls, waiting = _calls(message, messages, index + 1, stop)
     # Back to the turn before: whether the user spoke, or the model answered, since.
     spoke_before = answered = False
-    while index > 0:
-        index -= 1
-        item = messages[index]
+    for before in range(index - 1, -1, -1):
+        item = messages[before]
         kind = type(item)
         if kind is ToolMessage:
             continue  # the previous turn's results, mostly
