@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, get_type_hints
 
@@ -50,6 +51,9 @@ def test_the_seed_profile_is_0_4_0s_defaults_and_the_fields_given_stand_over_it(
     assert seed.model_fields_set == {"profile"}
     given = ReminderConfig(profile="seed", escalate_after=9, exclude=["think"])
     assert (given.escalate_after, given.exit_behavior, given.exclude) == (9, "end", ("think",))
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig(profile="strict", escalate_after=9)
+    assert str(caught.value) == "profile: Input should be 'default' or 'seed'"
 
 
 @pytest.mark.parametrize(
@@ -269,6 +273,9 @@ def test_what_is_not_the_user_is_a_pattern_or_a_function_and_the_config_stays_a_
     assert by_pattern.model_dump(mode="json")["not_user"] == "^Please"
     dumped = by_function.model_dump(mode="json")["not_user"]
     assert dumped.startswith("<function ") and "harness" in dumped
+    # A function with no name of its own (a partial) is named by what it shows of itself.
+    by_partial = ReminderConfig(not_user=functools.partial(re.match, "Please"))
+    assert by_partial.model_dump(mode="json")["not_user"] == f"<function {by_partial.not_user!r}>"
     assert ReminderConfig().model_dump(mode="json")["not_user"] is None
 
 
@@ -365,6 +372,11 @@ def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> Non
         assert config.detector_settings("stale") == Settings(thresholds=(4, 5))
         assert config.stale_thresholds == (4, 5)  # the short form reads what it takes
         assert config == long  # one configuration, however it was said
+    # Other settings make another configuration: no two guards set apart only by them share one.
+    assert long != ReminderConfig(detect=["stale"], detectors={"stale": {"thresholds": [4, 6]}})
+    assert ReminderConfig(words={"*": {"gentle": "a"}}) != ReminderConfig(
+        words={"*": {"gentle": "b"}}
+    )
     assert ReminderConfig(detect=["stale"]).detector_settings("stale") == Settings()
     assert ReminderConfig(thresholds=[2]).detector_thresholds("repeat") == (2,)
     # The mapping is frozen and dumps as plain JSON, so the configuration stays a value.
@@ -389,6 +401,10 @@ def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> Non
         ),
         ({"detectors": ["stale"]}, "detectors: must map detector names to their settings"),
         ({"detectors": {"stale": [3]}}, "detectors: stale: must map settings to values, got [3]"),
+        (  # the short form adds nothing to settings that are no mapping: they are refused as given
+            {"detectors": {"stale": [3]}, "stale_thresholds": [4]},
+            "detectors: stale: must map settings to values, got [3]",
+        ),
         (
             {"detectors": {"stale": {"treshold": [3]}}},
             "detectors: stale: unknown setting 'treshold'; did you mean 'thresholds'?",
@@ -407,6 +423,24 @@ def test_a_detectors_settings_reach_it_by_its_name_or_by_the_short_form() -> Non
 def test_a_detectors_settings_fail_loud(fields: dict[str, Any], problem: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(problem)):
         ReminderConfig(detect=["repeat", "stale", "cycle"], **fields)
+
+
+def test_every_problem_of_the_fields_and_their_short_forms_is_said_on_a_line_of_its_own() -> None:
+    # One short form's problem hides neither the next one's nor a field's: all fixed at once.
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig(
+            thresholds=[1],
+            stale_thresholds=[4],
+            same_error_thresholds=[1],
+            recurring_error_thresholds="3",
+            detectors={"stale": {"thresholds": [3]}},
+        )
+    assert str(caught.value).splitlines() == [
+        "thresholds: invalid threshold 1 \u2014 every threshold must be an integer >= 2",
+        "stale_thresholds and detectors.stale.thresholds: give one, not both",
+        "same_error_thresholds: invalid threshold 1 \u2014 every threshold must be an integer >= 2",
+        "recurring_error_thresholds: must be a list of integers, got '3'",
+    ]
 
 
 def test_settings_for_a_detector_not_detected_warn() -> None:

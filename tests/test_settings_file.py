@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import repeat_reminder_langchain
 from repeat_reminder_langchain import ConfigError, ReminderConfig
 
 TOML = """\
@@ -130,9 +134,21 @@ def test_an_unknown_setting_like_no_field_is_refused_listing_the_fields(tmp_path
 def test_a_missing_file_and_a_bad_keyword_are_said_as_theirs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be read: No such file or directory"):
         ReminderConfig.from_file(tmp_path / "none.toml")
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: a directory, not a settings file"
     path = write(tmp_path, "a.toml", "thresholds = [3]\n")
-    with pytest.raises(ConfigError, match=r"^repeat_every: must be an integer >= 1"):
+    with pytest.raises(ConfigError) as caught:
         ReminderConfig.from_file(path, repeat_every=0)  # the keyword's, not the file's
+    assert str(caught.value) == "repeat_every: must be an integer >= 1, or None, got 0"
+    # A file wrong too: each problem is said as its own, the file's naming the file.
+    wrong = write(tmp_path, "wrong.toml", "thresholds = [1]\n")
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(wrong, repeat_every=0)
+    assert str(caught.value).splitlines() == [
+        f"{wrong}: thresholds: invalid threshold 1 \u2014 every threshold must be an integer >= 2",
+        "repeat_every: must be an integer >= 1, or None, got 0",
+    ]
     with pytest.raises(TypeError, match="unknown ReminderConfig field 'repeats'"):
         ReminderConfig.from_file(path, repeats=2)
 
@@ -153,6 +169,36 @@ def test_a_conflict_a_keyword_makes_with_a_valid_file_names_the_keyword(tmp_path
     wrong = write(tmp_path, "wrong.toml", "escalate_after = 5\n")
     with pytest.raises(ConfigError, match=rf"^{re.escape(str(wrong))}: escalate_after: must be"):
         ReminderConfig.from_file(wrong, repeat_every=2)
+
+
+def test_a_file_is_read_as_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    # A file is written in UTF-8 (to_file writes it so): a machine whose locale says another
+    # encoding (a C locale, a Windows code page) reads the same names from it.
+    path = write(tmp_path, "a.toml", 'exclude = ["caf\u00e9_*"]\n')
+    assert ReminderConfig.from_file(path).exclude == ("caf\u00e9_*",)
+    here = str(Path(repeat_reminder_langchain.__file__).parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", _EXCLUDED, str(path)],
+        env={
+            **os.environ,
+            "LC_ALL": "C",  # not coerced to UTF-8, nor read in UTF-8 mode: ASCII
+            "PYTHONCOERCECLOCALE": "0",
+            "PYTHONUTF8": "0",
+            "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.stdout, done.returncode) == ("('caf\\xe9_*',)\n", 0), done.stderr
+
+
+_EXCLUDED = """\
+import sys
+from repeat_reminder_langchain import ReminderConfig
+
+print(ascii(ReminderConfig.from_file(sys.argv[1]).exclude))
+"""
 
 
 def test_what_a_file_cannot_hold_is_refused(tmp_path: Path) -> None:

@@ -114,9 +114,19 @@ def test_a_detectors_own_words_come_before_every_detectors() -> None:
         ({"repeat": {"gentle": ""}}, "words: repeat.gentle: must not be empty"),
         ({"*": {"final": " \n"}}, "words: *.final: must not be empty"),
         ({"repat": {}}, "words: unknown detector 'repat'; did you mean 'repeat'?"),
+        # A name like none of them: all of them, the detectors in the order they take precedence.
+        (
+            {"zzz": {}},
+            "words: unknown detector 'zzz'; they are repeat, same_error, recurring_error, stale, "
+            "cycle, same_output",
+        ),
         # It was: "unknown detector 'gentle'", with no word of where a level goes.
         ({"gentle": "x"}, "words: 'gentle' is a level: levels go under a detector"),
         ({"repeat": {"soft": "x"}}, "words: repeat: unknown level 'soft'; levels are gentle"),
+        (
+            {"repeat": {"gentel": "x"}},
+            "words: repeat: unknown level 'gentel'; did you mean 'gentle'?",
+        ),
         ({"repeat": {"gentle": 3}}, "repeat.gentle: must be a format string or a function"),
         ({"repeat": "x"}, "words: repeat: must map levels to words, got 'x'"),
         ("x", "words: must map detector names (or *) to their words by level"),
@@ -237,6 +247,8 @@ def test_a_guard_says_each_failing_entry_once_and_its_own_words_every_time(
     # Asked directly, the words raise what they raise: a user trying their words sees why.
     with pytest.raises(TypeError, match="the words are a NoneType, not text"):
         reminder.say({"*": {"gentle": lambda r: None}})
+    with pytest.raises(TypeError, match="the words are a bytes, not text"):
+        reminder.say({"*": {"gentle": lambda r: b"stop"}})
     assert UserWords({"stale": {"gentle": "mine"}}).say(reminder) == reminder.text
 
 
@@ -248,8 +260,11 @@ def test_words_for_a_detector_not_detected_draw_one_warning_where_the_guard_is_b
         "words for stale, which is not detected: add it to detect, or leave the words out"
     )
     assert warning.filename == __file__
-    with pytest.warns(RepeatToolReminderWarning, match="words for stale, cycle, which are not"):
+    with pytest.warns(RepeatToolReminderWarning) as warned:
         ReminderConfig(words={"stale": {"gentle": "x"}, "cycle": {"final": "y"}})
+    assert [str(each.message) for each in warned] == [
+        "words for stale, cycle, which are not detected: add them to detect, or leave the words out"
+    ]
 
 
 def test_a_warning_with_no_user_code_to_point_at_points_at_the_library_that_asked() -> None:
