@@ -8,9 +8,9 @@ from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import Call
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.cycle import Cycle
-from repeat_reminder_langchain._record import RecordError, read_record
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 
-from ..helpers import c, play
+from ..helpers import c, count, play
 
 CYCLES = ReminderConfig(detect=["cycle"], cycle_thresholds=[2, 3])
 
@@ -136,3 +136,17 @@ def test_the_detailed_reminder_quotes_the_round() -> None:
 def test_a_stored_memory_it_wrote_is_read_back() -> None:
     kept = {"calls": [["s", "edit", "{}"], ["t", "run", "{}"]], "runs": [1, 0, 0]}
     assert read_record({"detectors": {"cycle": kept}}) == {"detectors": {"cycle": kept}}
+
+
+def test_a_memory_stored_by_0_5_0_counts_on() -> None:
+    # A thread checkpointed by 0.5.0 and resumed by a later version: the first round and two
+    # calls of the second (`_rounds`), as 0.5.0 stored them (each call's fingerprint first).
+    calls = [
+        ["99f012a9b34b7f99", "run", '{"cmd":"python t.py"}'],
+        ["3c76926382b1bfd3", "edit", '{"delete":3}'],
+        ["373452269affda80", "edit", '{"insert":"print(x)"}'],
+        ["99f012a9b34b7f99", "run", '{"cmd":"python t.py"}'],
+    ]
+    stored: Record = {"detectors": {"cycle": {"calls": calls, "runs": [0, 2, 0]}}}
+    counted = count(stored, "t", _rounds(1)[-1], CYCLES)  # the round's last call
+    assert [(r.detector, r.tool, r.count) for r in counted.reminders] == [("cycle", "edit", 2)]

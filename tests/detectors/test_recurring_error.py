@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.recurring_error import CALLS, RecurringError
-from repeat_reminder_langchain._record import RecordError, read_record
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 
-from ..helpers import c, play
+from ..helpers import c, count, play
 
 RECURRING = ReminderConfig(
     detect=["recurring_error"], recurring_error_thresholds=[3, 4], error_pattern="^Error"
@@ -72,6 +74,16 @@ def test_a_stored_memory_it_did_not_write_is_refused(kept: object) -> None:
         read_record({"detectors": {"recurring_error": kept}})
 
 
+def test_a_stored_call_it_did_not_write_is_refused_saying_what_one_is() -> None:
+    # The words of the log line that sets the record aside.
+    expected = (
+        "stored recurring_error memory is not valid: calls.c: a call must be "
+        "[error, failures], got ['e', 0]"
+    )
+    with pytest.raises(RecordError, match=f"^{re.escape(expected)}$"):
+        read_record({"detectors": {"recurring_error": {"calls": {"c": ["e", 0]}}}})
+
+
 # -- through the counter ----------------------------------------------------------------------
 
 BOOK = c(tool="book", args={"card": "visa"}, result="Error: card declined")
@@ -107,6 +119,15 @@ def test_a_stored_memory_it_wrote_is_read_back() -> None:
     kept = {"calls": {"a": ["e", 2], "b": ["f", 1]}, "last": "b"}
     stored = {"detectors": {"recurring_error": kept}}
     assert read_record(stored) == stored
+
+
+def test_a_memory_stored_by_0_5_0_counts_on() -> None:
+    # A thread checkpointed by 0.5.0 and resumed by a later version: `BOOK` failing twice, a
+    # search between, as 0.5.0 stored it (the call's fingerprint, the error's).
+    calls = {"d8f27c1fac228766": ["27789397e85d8a1b", 2]}
+    stored: Record = {"detectors": {"recurring_error": {"calls": calls}}}
+    counted = count(stored, "t", [c(tool="search", result="3 flights"), BOOK], RECURRING_BY_CALL)
+    assert [(r.detector, r.count) for r in counted.reminders] == [("recurring_error", 3)]
 
 
 # -- by cause: one refusal the model comes back to, whatever it sends --------------------------

@@ -6,7 +6,7 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._canonical import result_text
-from repeat_reminder_langchain._counter import CallTrace
+from repeat_reminder_langchain._counter import CallTrace, LoopCounter, Turn
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.same_error import SameError
 from repeat_reminder_langchain._record import Record, RecordError, read_record
@@ -59,6 +59,19 @@ def test_after_the_user_spoke_only_arguments_that_failed_go_on_with_the_streak()
     read_record({"detectors": {"same_error": kept}})
     with pytest.raises(RecordError, match="spoke: Input should be a valid boolean, got 'yes'"):
         read_record({"detectors": {"same_error": {**kept, "spoke": "yes"}}})
+
+
+def test_a_memory_stored_by_0_5_0_counts_on() -> None:
+    # A thread checkpointed by 0.5.0 and resumed by a later version: two failures of one call
+    # as 0.5.0 stored them (the error's fingerprint, the argument set's); the user speaks, and
+    # the call fails again: arguments it failed with go on with the streak.
+    streak = {"tool": "probe", "error": "65e561237b5e6fff6bee85d4d1bfd694", "failures": 2}
+    stored: Record = {"detectors": {"same_error": {**streak, "variants": ["984530e4"]}}}
+    again = LoopCounter(ERRORS).count(
+        stored, Turn("t", (c(args={"n": 1}, result="Error: no"),), spoke_before=True)
+    )
+    assert [(r.detector, r.count) for r in again.reminders] == [("same_error", 3)]
+    assert "with 2 different argument sets" not in again.reminders[0].text
 
 
 def test_a_stored_failure_count_that_is_not_a_whole_number_is_rejected() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from repeat_reminder_langchain import ConfigError, ReminderConfig
@@ -9,9 +11,9 @@ from repeat_reminder_langchain._canonical import digest
 from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import Seen
 from repeat_reminder_langchain._detectors.same_output import MIN_OUTPUT, OUTPUTS, SameOutput
-from repeat_reminder_langchain._record import RecordError, read_record
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 
-from ..helpers import c, play
+from ..helpers import c, count, play
 
 SAME_OUTPUT = ReminderConfig(
     detect=["same_output"], same_output_thresholds=[3, 4], error_pattern="^Error"
@@ -52,6 +54,12 @@ def test_short_outputs_and_failures_are_not_counted() -> None:
     assert detector.keep(memory) is None  # nothing counted: nothing kept
 
 
+def test_an_output_of_exactly_min_output_characters_is_counted() -> None:
+    detector = SameOutput(SameOutput.settings())
+    memory = detector.start({})
+    assert [detector.see(memory, seen(key, "x" * MIN_OUTPUT)) for key in "ab"] == [None, 2]
+
+
 def test_it_remembers_the_latest_outputs_only() -> None:
     detector = SameOutput(SameOutput.settings())
     memory = detector.start({})
@@ -78,9 +86,30 @@ def test_a_stored_memory_it_did_not_write_is_refused(kept: object) -> None:
         read_record({"detectors": {"same_output": kept}})
 
 
+def test_a_stored_output_it_did_not_write_is_refused_saying_what_one_is() -> None:
+    # The words of the log line that sets the record aside.
+    expected = (
+        "stored same_output memory is not valid: outputs.o: an output must be "
+        "[calls, argument sets], got [0, []]"
+    )
+    with pytest.raises(RecordError, match=f"^{re.escape(expected)}$"):
+        read_record({"detectors": {"same_output": {"outputs": {"o": [0, []]}}}})
+
+
 def test_a_stored_memory_it_wrote_is_read_back() -> None:
     stored = {"detectors": {"same_output": {"outputs": {"bash\x00ab": [2, ["k1", "k2"]]}}}}
     assert read_record(stored) == stored
+    once = {"detectors": {"same_output": {"outputs": {"bash\x00ab": [1, ["k1"]]}}}}
+    assert read_record(once) == once  # what one call leaves
+
+
+def test_a_memory_stored_by_0_5_0_counts_on() -> None:
+    # A thread checkpointed by 0.5.0 and resumed by a later version: `run("a")` and `run("b")`
+    # as 0.5.0 stored them (the tool and output's fingerprint, the argument sets').
+    outputs = {"bash\x006e0aeb5aa4d06793": [2, ["d70022c8", "5f0ca2e8"]]}
+    stored: Record = {"detectors": {"same_output": {"outputs": outputs}}}
+    (reminder,) = count(stored, "t", [run("b")], SAME_OUTPUT).reminders
+    assert "returned this same output 3 times, to 2 different sets of arguments" in reminder.text
 
 
 # -- through the counter ----------------------------------------------------------------------
@@ -110,6 +139,13 @@ def test_the_reminder_quotes_the_output_and_the_argument_sets() -> None:
     assert reminder.details == {"variants": 3, "evidence": OUTPUT}
     assert "returned this same output 3 times, to 3 different sets of arguments" in reminder.text
     assert OUTPUT in reminder.text
+
+
+def test_an_output_remembers_at_most_sixteen_argument_sets() -> None:
+    # A thread's record stays small however many variations the model tries.
+    record, _ = play([[run(f"n{n}")] for n in range(20)], SAME_OUTPUT)
+    ((calls, variants),) = record["detectors"]["same_output"]["outputs"].values()
+    assert (calls, len(variants)) == (20, 16)
 
 
 def test_a_new_user_message_starts_it_over() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import LoopCounter, Turn
 from repeat_reminder_langchain._detectors import STALE_MEMORY, Seen
 from repeat_reminder_langchain._detectors.stale import Stale
-from repeat_reminder_langchain._record import Record
+from repeat_reminder_langchain._record import Record, RecordError, read_record
 
 from ..helpers import c, count, play
 
@@ -47,6 +48,30 @@ def test_the_part_starts_every_count_over_when_a_call_returns_something_new() ->
     kept = detector.keep(memory)
     assert kept["changes"] == 1
     assert detector.start(kept).changes == 1
+
+
+@pytest.mark.parametrize("entry", [["r", "2", 0], ["r", 0, 0], ["r", 1, None], ["r", 1]])
+def test_a_stored_call_it_did_not_write_is_refused_saying_what_one_is(entry: list[Any]) -> None:
+    # The words of the log line that sets the record aside, whatever the entry lacks.
+    expected = (
+        "stored stale memory is not valid: calls.c: a call must be [result, times, changes], "
+        f"got {entry!r}"
+    )
+    with pytest.raises(RecordError, match=f"^{re.escape(expected)}$"):
+        read_record({"detectors": {"stale": {"calls": {"c": entry}}}})
+
+
+def test_a_memory_of_a_build_before_0_4_0_is_read_into_todays() -> None:
+    # Those builds wrote each call as "result:times:changes": a call read once counts on from
+    # one, and the changes are kept with no call remembered.
+    memory = {"calls": {"a": ["r", 1, 0]}, "changes": 2}
+    assert read_record({"seen": {"a": "r:1:0"}, "changes": 2}) == {"detectors": {"stale": memory}}
+    assert read_record({"changes": 2}) == {"detectors": {"stale": {"calls": {}, "changes": 2}}}
+    # Changes that are no whole number were not written there: the record is refused.
+    with pytest.raises(
+        RecordError, match=r"^stored stale memory is not valid: changes must be a int, got 0\.0$"
+    ):
+        read_record({"seen": {"a": "r:1:0"}, "changes": 0.0})
 
 
 # -- through the counter ----------------------------------------------------------------------
