@@ -187,10 +187,35 @@ def test_a_schema_that_cannot_be_read_is_logged_and_its_calls_read_as_sent(
     schemas.learn(read_file)
     with caplog.at_level(logging.WARNING):
         schemas.learn(Broken())
-    assert "tool 'read_file': its schema cannot be read (forward reference)" in caplog.text
+    assert caplog.messages == [
+        "tool 'read_file': its schema cannot be read (forward reference); calls read as sent"
+    ]
     assert "read_file" not in schemas
     schemas.learn(object())  # no name: nothing to read
     assert not schemas
+
+
+def test_a_tool_with_nothing_to_read_is_read_as_sent_and_nothing_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def now() -> str:
+        """The time."""
+        return "noon"
+
+    class Plain:
+        """A tool as the guard may be shown one: a name, and no call schema."""
+
+        name = "plain"
+
+    schemas = ToolSchemas()
+    with caplog.at_level(logging.WARNING):
+        schemas.learn(now)  # a schema with no field
+        schemas.learn(Plain())
+    assert caplog.messages == []  # neither is a schema that cannot be read
+    assert not schemas
+    sent = {"at": "noon"}
+    assert schemas.read("now", sent) is sent and schemas.read("plain", sent) is sent
 
 
 def test_the_tools_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

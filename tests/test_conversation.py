@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import methodcaller
 from types import SimpleNamespace
 from typing import Any
 
@@ -579,11 +580,11 @@ def by_marker(message: HumanMessage) -> bool:
     return message.name == "grader"
 
 
-def unresolved(message: Any) -> bool:
-    return bool(message)
+def unresolved(text: Any) -> bool:
+    return text == "Grade: B"
 
 
-unresolved.__annotations__["message"] = "NoSuchClass"  # an annotation that cannot be read
+unresolved.__annotations__["text"] = "NoSuchClass"  # an annotation that cannot be read
 
 
 def by_text(text: str) -> bool:
@@ -598,7 +599,8 @@ def test_not_user_may_read_the_message_itself_when_it_says_it_takes_one() -> Non
     assert not is_user_message(HumanMessage("Grade: B"), user_test(by_text))
     assert not is_user_message(HumanMessage("Grade: B"), user_test(lambda t: t[0] == "G"))
     assert is_user_message(HumanMessage("ok"), user_test(str.isupper))
-    assert not is_user_message(HumanMessage("ok"), user_test(unresolved))  # given the text
+    assert not is_user_message(HumanMessage("Grade: B"), user_test(unresolved))  # the text
+    assert not is_user_message(HumanMessage("Grade: B"), user_test(methodcaller("startswith", "G")))
     assert not is_user_message(HumanMessage("OK"), user_test(str.isupper))
     record: Record = {"turn": "#0:a", "tool": "probe", "key": _digest({}), "count": 1}
     messages = [turn(call("probe", None, "a")), result("a"), graded]

@@ -9,6 +9,7 @@ import pytest
 
 from repeat_reminder_langchain import ReminderConfig
 from repeat_reminder_langchain._counter import Call, CallTrace, LoopCounter, Turn
+from repeat_reminder_langchain._messages import reminder_message
 from repeat_reminder_langchain._policy import ToolPolicy
 from repeat_reminder_langchain._record import Record, RecordError, asking_answer, read_record
 from repeat_reminder_langchain._reminder import Escalation
@@ -189,6 +190,35 @@ def test_a_failure_streak_that_overshoots_the_limit_in_one_turn_says_how_far_it_
     assert (counted.escalation.detector, counted.escalation.count) == ("same_error", 5)
 
 
+def test_a_failure_streak_that_goes_on_in_its_turn_is_told_as_it_stands_at_its_end() -> None:
+    # The reminder drawn at 2 is read after the turn's last result: by then the streak is 3
+    # calls with 3 argument sets, and its words say so.
+    config = ReminderConfig(
+        thresholds=[2], detect=["repeat", "same_error"], same_error_thresholds=[2]
+    )
+    failing = [c(f"{n}", args={"n": n}, result="Error: no", failed=True) for n in range(3)]
+    [reminder] = count({}, "t", failing, config).reminders
+    assert (reminder.detector, reminder.count, reminder.details["variants"]) == ("same_error", 3, 3)
+    said = "The last 3 calls to `probe` failed with the same error, with 3 different argument sets."
+    assert said in reminder_message(reminder).text
+
+
+def test_a_detector_that_only_reports_leaves_the_stop_to_one_that_acts() -> None:
+    # repeat reports here, and counts the same calls as same_error: the loop is stopped in
+    # same_error's name.
+    config = ReminderConfig(
+        thresholds=[2],
+        detect=["repeat", "same_error"],
+        detectors={"repeat": {"remind": False}},
+        same_error_thresholds=[2],
+        escalate_after=3,
+    )
+    failing = [c(f"{n}", result="Error: no", failed=True) for n in range(3)]
+    counted = count({}, "t", failing, config)
+    assert counted.escalation is not None
+    assert (counted.escalation.detector, counted.escalation.count) == ("same_error", 3)
+
+
 def test_a_blocked_call_sent_again_in_a_later_turn_ends_the_run() -> None:
     config = ReminderConfig(thresholds=[2], escalate_after=3, exit_behavior="block")
     counter = LoopCounter(config)
@@ -367,6 +397,18 @@ def test_a_record_stored_by_0_3_is_read_into_todays() -> None:
         read_record({"failing": "book", "variants": ["a", 1]})
     with pytest.raises(RecordError, match=r"^stored stale memory is not valid: seen must be"):
         read_record({"seen": ["a"]})
+
+
+def test_a_record_stored_by_0_2_names_its_key_digest_and_is_read_into_todays() -> None:
+    stored = {"turn": "t", "tool": "read", "digest": "d" * 32, "count": 2, "reminded": False}
+    assert read_record(stored) == {
+        "turn": "t",
+        "tool": "read",
+        "key": "d" * 32,
+        "count": 2,
+        "reminded": False,
+    }
+    assert "digest" in stored  # what was read is left as it was
 
 
 def test_a_record_with_earlier_fields_beside_todays_memories_keeps_them_all() -> None:

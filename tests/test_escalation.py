@@ -588,6 +588,20 @@ def test_a_node_that_does_not_finish_runs_every_call_and_withholds_nothing() -> 
     assert _run_through(finishing, state["messages"]).startswith("Not run")  # a list state too
 
 
+def test_the_request_holds_past_a_harness_message_and_no_message_asks_nothing() -> None:
+    # A message a harness adds after the request (a summary, a background update) is not the
+    # model's answer: the model is still asked for it. A model node called before there is any
+    # message (its prompt built from other fields of the state) has been asked for nothing.
+    node = RepeatToolReminderNode(**FINISH)
+    asked = finish_message(Escalation("probe", 4, "repeat", "{}", "finish"))
+    update = HumanMessage("The nightly build finished.", additional_kwargs={"lc_source": "jobs"})
+    messages = [HumanMessage("go"), asked, update]
+    assert node.withholds_tools({"messages": messages})
+    made = [*messages, turn(call("probe", {"q": "x"}, "c1"))]
+    assert _run_through(node, made).startswith("Not run")
+    assert not node.withholds_tools({"messages": []})
+
+
 class Hostile:
     """A message whose metadata cannot be read."""
 

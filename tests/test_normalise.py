@@ -213,11 +213,14 @@ def test_cycles_and_outputs_compare_normalised_results() -> None:
     assert play(runs, exact)[1] == []
 
 
-def test_content_blocks_are_compared_normalised() -> None:
-    config = ReminderConfig(detect=["stale"], stale_thresholds=[2])
+@pytest.mark.parametrize("fields", [{}, NO_NORMALISER])
+def test_content_blocks_are_compared_normalised_or_as_they_came(fields: dict[str, Any]) -> None:
+    config = ReminderConfig(detect=["stale"], stale_thresholds=[2], **fields)
 
     def blocks(n: int) -> list[Any]:
         return [{"type": "text", "text": f"pending at 2026-12-05T02:3{n}:00Z"}]
 
     _, found = play([[c(result=blocks(0))], between(0), [c(result=blocks(1))]], config)
+    assert found == ([] if fields else [("stale", "gentle", "probe", 2)])
+    _, found = play([[c(result=blocks(0))], between(0), [c(result=blocks(0))]], config)
     assert found == [("stale", "gentle", "probe", 2)]

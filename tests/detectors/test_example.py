@@ -122,6 +122,31 @@ def test_a_detector_that_keeps_no_memory_is_shown_a_call_below_every_threshold(
     assert reminders(messages["messages"]) == [("gentle", "probe", 3)]
 
 
+class Shown(Detector):
+    """Counts nothing: keeps each call as a detector is shown it."""
+
+    name = "shown"
+    words = Words(gentle="`{tool}`.", detailed="`{tool}`.", stopped="nothing")
+    calls: ClassVar[list[Seen]] = []
+
+    def see(self, memory: None, seen: Seen) -> int | None:
+        self.calls.append(seen)
+        return None
+
+
+def test_a_detector_is_shown_each_call_with_its_result_as_the_tool_returned_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(DETECTORS, Shown.name, Shown)
+    monkeypatch.setattr(Shown, "calls", [])
+    run(RepeatToolReminderMiddleware(detect=["shown"]), "aa")
+
+    assert [(s.tool, s.streak, s.result, s.failed, s.text, s.arguments) for s in Shown.calls] == [
+        ("probe", 1, "probed a", False, "probed a", '{"q":"a"}'),
+        ("probe", 2, "probed a", False, "probed a", '{"q":"a"}'),
+    ]
+
+
 def test_a_registered_detectors_own_option_reaches_it(registered: None) -> None:
     # Every result fails by the pattern; the option leaves failures out of the count.
     settings = {"detect": ["same_tool"], "error_pattern": "^probed"}
