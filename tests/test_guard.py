@@ -8,10 +8,13 @@ from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
+from repeat_reminder_langchain import RepeatToolReminderMiddleware, from_guard
 from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._escalation import interrupt_request, read_answer
 from repeat_reminder_langchain._guard import StateStore
@@ -19,9 +22,22 @@ from repeat_reminder_langchain._record import Record
 from repeat_reminder_langchain._reminder import Escalation
 
 from .conftest import Guarded, build
-from .helpers import LoopModel, ask, assert_adjacent, repeat, scripted
+from .helpers import (
+    LoopModel,
+    ask,
+    assert_adjacent,
+    call,
+    model_call,
+    probe,
+    reminders,
+    repeat,
+    scripted,
+    turn,
+    wiring_warnings,
+)
 
 ESCALATION = Escalation("probe", 6, "repeat", '{"q":"same"}', "interrupt")
+SAME = {"q": "same"}
 
 
 def test_the_answers_a_human_can_give() -> None:
@@ -143,3 +159,104 @@ def test_the_record_written_last_is_read_back_and_any_other_is_checked() -> None
     assert store.read({"field": {**record, "count": -1}}) == {}
     assert store.read({"field": {**record, "count": "2"}}) == {}
     assert store.read({"field": MappingProxyType(record)}) == record  # not a dict: checked
+
+
+# -- a conversation the guard joins, a run asked for its answer, a run outside a graph ---------
+
+
+def handed_in(*made: AIMessage) -> list[BaseMessage]:
+    """A conversation a client kept itself: the user's request, then `made`, each answered."""
+    history: list[BaseMessage] = [HumanMessage("go")]
+    for each in made:
+        history += [each, ToolMessage("probed same", tool_call_id=each.tool_calls[0]["id"])]
+    return history
+
+
+def test_a_history_handed_in_counts_its_calls_as_their_tool_reads_them(
+    guarded: Callable[..., Guarded],
+) -> None:
+    # The calls handed in spell the tool's default out, as a number or as text, or leave it
+    # out: the tool reads each as the same call, so the model's own, the fifth, gets the
+    # reminder of a fifth.
+    @tool
+    def probe(q: str = "", depth: int = 1) -> str:
+        """Look something up."""
+        return f"probed {q}"
+
+    spelt = [SAME, {**SAME, "depth": 1}, {**SAME, "depth": "1"}, SAME]
+    agent = guarded(scripted([turn(call("probe", {**SAME, "depth": 1}))]), tools=[probe])
+    messages = agent.invoke({"messages": handed_in(*(turn(call("probe", a)) for a in spelt))})
+
+    assert reminders(messages) == [("detailed", "probe", 5)]
+
+
+def test_reminders_a_history_handed_in_drew_are_not_followed_up(
+    guarded: Callable[..., Guarded],
+) -> None:
+    # The third call handed in drew a reminder no model read: the fourth is no follow-up of
+    # it. The fifth is the model's, reminded; its answer then is the one recovery.
+    agent = guarded(scripted(repeat("probe", SAME, 1)))
+    messages = agent.invoke({"messages": handed_in(*repeat("probe", SAME, 4))})
+
+    assert reminders(messages) == [("detailed", "probe", 5)]
+    snapshot = agent.stats.snapshot()
+    assert (snapshot["followed"], snapshot["recovered"]) == (1, 1)
+
+
+def test_a_run_that_starts_with_no_message_is_guarded_and_logs_no_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A run started with no message (an agent working from its system prompt alone): there is
+    # no history to read, and the guard counts the turns the run makes.
+    agent = build("middleware", scripted(repeat("probe", SAME, 3)))
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        messages = agent.invoke({"messages": []})
+
+    assert reminders(messages) == [("gentle", "probe", 3)]
+    assert caplog.records == []
+
+
+def test_asked_for_its_answer_a_model_is_held_to_it_until_the_user_speaks_again(
+    thread: str,
+) -> None:
+    # The model answered as it was asked; a harness's note (not the user) wakes the thread,
+    # and the model calls the loop's tool again: refused, not run, and the run ends. (The
+    # middleware, which owns the model call, refuses it in the model's own step.)
+    probe_again = turn(call("probe", SAME))
+    model = scripted([*repeat("probe", SAME, 4), AIMessage("here is what I have"), probe_again])
+    agent = build(
+        "middleware",
+        model,
+        checkpointer=InMemorySaver(),
+        thresholds=[3],
+        escalate_after=4,
+        exit_behavior="finish",
+    )
+    agent.invoke(ask(), thread)
+    note = HumanMessage("job 7 finished", additional_kwargs={"lc_source": "notification"})
+    messages = agent.invoke({"messages": [note]}, thread)
+
+    refused, final = messages[-2:]
+    assert (
+        isinstance(refused, ToolMessage) and refused.tool_call_id == probe_again.tool_calls[0]["id"]
+    )
+    assert refused.status == "error" and from_guard(refused)
+    tag = final.additional_kwargs["repeat_tool_reminder"]
+    assert (tag["level"], tag["tool"], tag["count"]) == ("escalated", "probe", 5)
+
+
+def test_the_missing_checkpointer_is_said_of_a_graph_never_of_a_call_outside_one(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    # A model call made outside any graph (a hook called on its own) has no checkpointer to
+    # miss: the warning waits for the graph run that has none, and is said there.
+    middleware = RepeatToolReminderMiddleware(
+        thresholds=[3, 5], escalate_after=6, exit_behavior="interrupt"
+    )
+    added, _ = model_call(middleware, {"messages": handed_in(*repeat("probe", SAME, 3))})
+
+    assert reminders(added) == [("gentle", "probe", 3)]
+    assert wiring_warnings(recwarn.list) == []
+    result = create_agent(LoopModel(), tools=[probe], middleware=[middleware]).invoke(ask("loop 9"))
+    assert_adjacent(result["messages"])
+    assert len(wiring_warnings(recwarn.list, "no checkpointer")) == 1
