@@ -184,18 +184,24 @@ def test_event_data_says_what_fired_and_where() -> None:
     }
     escalation = Escalation("grep", 9, "repeat", '{"q":1}', "end", "d" * 32)
     config = ReminderConfig(escalate_after=9)
-    event = escalation_event(escalation, config, "t-1", guard="g")
-    assert {k: event[k] for k in ("tool", "count", "detector", "behavior", "acted", "guard")} == {
+    # Every field, as a monitor reads it: what was stopped, and how (its mode acts).
+    assert escalation_event(escalation, config, "t-1", guard="g") == {
         "tool": "grep",
         "count": 9,
         "detector": "repeat",
         "behavior": "end",
+        "summary": "grep × 9",
+        "arguments": '{"q":1}',
+        "arguments_digest": "d" * 32,
+        "mode": "remind",
         "acted": True,
+        "thread_id": "t-1",
         "guard": "g",
     }
     assert escalation_event(escalation, config, acted=False)["acted"] is False
     observing = ReminderConfig(escalate_after=9, mode="observe")
     assert escalation_event(escalation, observing)["acted"] is False  # observe never acts
+    assert escalation_event(escalation, observing)["mode"] == "observe"
 
 
 # -- log lines --------------------------------------------------------------------------------

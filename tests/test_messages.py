@@ -23,7 +23,7 @@ from repeat_reminder_langchain import (
     stop_reason,
 )
 from repeat_reminder_langchain._canonical import digest
-from repeat_reminder_langchain._conversation import is_reminder, tag_of
+from repeat_reminder_langchain._conversation import SOURCE, is_reminder, tag_of
 from repeat_reminder_langchain._counter import LoopCounter
 from repeat_reminder_langchain._messages import (
     as_user_turn,
@@ -253,17 +253,27 @@ def test_the_stop_reason_is_the_latest_stop_since_the_user_spoke() -> None:
     assert stop_reason({"messages": stopped, "repeat_tool_reminder": {}}) == last
 
 
-@pytest.mark.parametrize("given", [None, AIMessage("hi"), "the answer"])
-def test_a_stop_reason_of_what_is_no_result_is_a_clear_error(given: object) -> None:
+@pytest.mark.parametrize(
+    ("given", "named"), [(None, "NoneType"), (AIMessage("hi"), "AIMessage"), ("the answer", "str")]
+)
+def test_a_stop_reason_of_what_is_no_result_is_a_clear_error(given: object, named: str) -> None:
     # It was: `TypeError: 'NoneType' object is not reversible`, or None for a string.
-    with pytest.raises(TypeError, match="stop_reason takes what the agent returned"):
+    with pytest.raises(TypeError) as caught:
         stop_reason(given)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "stop_reason takes what the agent returned (a dict with messages), a state, or the "
+        f"messages; got {named}"
+    )
 
 
 def test_a_stop_reason_of_a_mapping_without_messages_says_so() -> None:
     # It was: None, as if the run had stopped nothing.
-    with pytest.raises(KeyError, match="no 'messages' in \\['output'\\]"):
+    with pytest.raises(KeyError) as caught:
         stop_reason({"output": "done"})
+    assert caught.value.args == (
+        "stop_reason: no 'messages' in ['output']: pass what the agent returned, a state, or "
+        "the messages",
+    )
 
 
 def _called(name: str, args: dict[str, Any], result: str, n: int, **fields: Any) -> list[Any]:
@@ -313,6 +323,21 @@ def test_a_run_the_guard_ends_hands_over_the_latest_result_of_each_call() -> Non
     final = escalation_message(stopped, handed=handed)
     assert str(final.content) == f"{stopped.text}\n\n{handed}"
     assert _handed([HumanMessage("hi"), AIMessage("hello")]) == ""
+
+
+def test_the_latest_results_are_in_the_order_the_calls_were_made_not_by_name() -> None:
+    run = [
+        *_called("search", {"q": "a"}, "3 hits", 0),
+        *_called("write", {"f": "x"}, "Error: read-only", 1, status="error"),
+        *_called("fetch", {"url": "b"}, "the page", 2),
+        *_called("check", {}, "Error: denied", 3, status="error"),
+    ]
+    assert _handed(run).splitlines()[1:] == [
+        '- `search` ({"q":"a"}): 3 hits',
+        '- `fetch` ({"url":"b"}): the page',
+        '- `write` ({"f":"x"}) failed: Error: read-only',
+        "- `check` ({}) failed: Error: denied",
+    ]
 
 
 def test_the_recap_is_the_users_request_and_the_loops_latest_result() -> None:
@@ -384,6 +409,8 @@ def test_the_last_call_is_shown_the_loop_once() -> None:
 
 
 def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_shown() -> None:
+    # A tag read back from a checkpoint may hold anything: a behavior that is no name.
+    unnamed = {"lc_source": SOURCE, SOURCE: {"tool": "probe", "behavior": ["finish"]}}
     run = [
         HumanMessage("go"),
         *_called("probe", {"q": "x"}, "r", 1),
@@ -395,6 +422,7 @@ def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_sh
         [*run, reminder_message(Reminder("probe", 3, "gentle", "{}"))],  # no request for the answer
         [*run, escalation_message(Escalation("probe", 3, "repeat", "{}", "end"))],  # a run's end
         _asked(run, tool="other"),  # its loop is not since the user spoke
+        [*run, SystemMessage("answer now", additional_kwargs=unnamed)],
         _asked([HumanMessage("go"), AIMessage("", tool_calls=[call("probe", {"q": "x"}, "c9")])]),
     ):
         assert shown_once(messages) is messages
@@ -402,6 +430,35 @@ def test_only_a_request_for_the_answer_with_its_loop_in_sight_changes_what_is_sh
     # A history handed in with no user message in it is read whole.
     assert [m.text for m in shown_once(_asked(run[1:]))][:2] == ["", "r"]
     assert len(shown_once(_asked(run[1:]))) == 3
+
+
+def test_an_earlier_questions_calls_of_the_looping_tool_are_shown_as_they_were() -> None:
+    run = [
+        HumanMessage("is the job done?"),
+        *_called("probe", {"q": "x"}, "running 0", 0),
+        AIMessage("Not yet: it is running."),
+        HumanMessage("and now?"),
+        *_called("probe", {"q": "x"}, "running 1", 1),
+        *_called("probe", {"q": "x"}, "running 2", 2),
+        reminder_message(Reminder("probe", 2, "gentle", "{}"), "human"),
+        *_called("probe", {"q": "x"}, "running 3", 3),
+    ]
+    asked = _asked(run)
+    shown = shown_once(asked)
+    # Only the loop since the user last spoke is shown once; what they were told stands.
+    assert shown[:5] == run[:5]
+    assert [(m.type, m.text) for m in shown[5:-1]] == [("ai", ""), ("tool", "running 3")]
+    assert shown[-1] is asked[-1]
+    assert_adjacent(shown)
+
+
+def test_a_loop_of_calls_without_ids_is_sent_each_call_followed_by_its_result() -> None:
+    # Some models send empty call ids, and the tools node answers each call with that id.
+    run = [HumanMessage("go"), *_called("other", {"q": "a"}, "elsewhere", 0)]
+    for n in range(3):
+        no_id = {"name": "probe", "args": {"q": "x"}, "id": "", "type": "tool_call"}
+        run += [AIMessage("", tool_calls=[no_id]), ToolMessage(f"running {n}", tool_call_id="")]
+    assert_adjacent(shown_once(_asked(run)))
 
 
 def test_the_latest_results_keep_the_latest_calls_within_their_cap() -> None:
