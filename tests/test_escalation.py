@@ -41,10 +41,12 @@ from repeat_reminder_langchain._messages import finish_message
 from .conftest import Guarded, build
 from .helpers import (
     LoopModel,
+    agent_graph,
     ask,
     assert_adjacent,
     call,
     kept_record,
+    probe,
     reminders,
     routed_graph,
     scripted,
@@ -602,6 +604,38 @@ def test_the_request_holds_past_a_harness_message_and_no_message_asks_nothing() 
     assert not node.withholds_tools({"messages": []})
 
 
+@pytest.mark.parametrize(
+    ("behavior", "escalations"),
+    [
+        ("end", [("end", 6, False)]),
+        # `finish` asks for the answer (it needs no end); each call made after it would end.
+        ("finish", [("finish", 6, True), *(("end", n, False) for n in range(7, 13))]),
+    ],
+)
+def test_a_node_its_graph_does_not_route_on_from_never_says_it_ended_the_run(
+    behavior: str,
+    escalations: list[tuple[str, int, bool]],
+    recwarn: pytest.WarningsRecorder,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The README's wiring before its route: the node cannot end the run. Each end it would
+    # carry out is reported as not acted on (the event a dashboard counts), and the only
+    # warning asks for the route: none says the node ended a run that went on.
+    node = RepeatToolReminderNode(**{**LIMIT, "exit_behavior": behavior})
+    graph = agent_graph(
+        Finisher(deaf=True), [probe], None, after_tools=node, state=RepeatToolReminderState
+    )
+    with caplog.at_level(logging.WARNING, "repeat_reminder_langchain"):
+        messages = graph.invoke(ask("loop 12"), {"recursion_limit": 200})["messages"]
+
+    assert_adjacent(messages)
+    assert messages[-1].content == "done after 12 calls"  # the loop ran on to the model's end
+    told = [getattr(record, ESCALATION_EVENT) for record in caplog.records]
+    assert [(e["behavior"], e["count"], e["acted"]) for e in told] == escalations
+    (warned,) = wiring_warnings(recwarn)
+    assert f'exit_behavior="{behavior}") ends a looping run through its route' in warned
+
+
 class Hostile:
     """A message whose metadata cannot be read."""
 
@@ -816,6 +850,28 @@ def test_any_other_answer_reaches_the_agent_as_a_user_message(guarded: Make, thr
     said = [m for m in messages if isinstance(m, HumanMessage) and m.content == note]
     assert len(said) == 1
     assert messages[-1].content == "done after 0 calls"  # the model read the note and answered
+
+
+def test_an_answer_sent_to_the_agent_starts_the_counts_over_as_continue_does(
+    guarded: Make, thread: str, recwarn: pytest.WarningsRecorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The human tells the agent to try a few more times: its loop is counted from nothing, as
+    # after "continue", and the run goes on with nothing failed or misread.
+    agent = guarded(LoopModel(), checkpointer=InMemorySaver(), exit_behavior="interrupt", **LIMIT)
+    _interrupted(agent, thread)
+    caplog.clear()  # the question, logged when it was asked
+    note = "Try four more times: loop 4"
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        result = agent.graph.invoke(Command(resume=note), agent.run_config(thread))
+    messages = result["messages"]
+
+    assert_adjacent(messages)
+    assert messages[-1].content == "done after 4 calls"
+    after = messages[[m.content for m in messages].index(note) :]
+    assert reminders(after) == [("gentle", "probe", 3)]  # counted from the note on
+    assert kept_record(agent, thread)["count"] == 4
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert wiring_warnings(recwarn) == []
 
 
 def test_interrupt_without_a_checkpointer_stops_with_the_question_and_says_so_once(

@@ -5,16 +5,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import MappingProxyType, SimpleNamespace
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
+from pydantic import BaseModel
 
-from repeat_reminder_langchain import RepeatToolReminderMiddleware, from_guard
+from repeat_reminder_langchain import (
+    RepeatToolReminderMiddleware,
+    RepeatToolReminderNode,
+    from_guard,
+)
 from repeat_reminder_langchain._conversation import is_reminder
 from repeat_reminder_langchain._escalation import interrupt_request, read_answer
 from repeat_reminder_langchain._guard import StateStore
@@ -260,3 +268,50 @@ def test_the_missing_checkpointer_is_said_of_a_graph_never_of_a_call_outside_one
     result = create_agent(LoopModel(), tools=[probe], middleware=[middleware]).invoke(ask("loop 9"))
     assert_adjacent(result["messages"])
     assert len(wiring_warnings(recwarn.list, "no checkpointer")) == 1
+
+
+# -- a guard's name and its run, as its lines say them ----------------------------------------
+
+
+def test_a_guards_default_name_says_every_tool_it_includes_and_excludes() -> None:
+    # Two guards of one agent that watch different tools need different names: create_agent,
+    # their events and their metrics tell them apart by name. Each pattern is said.
+    guard = RepeatToolReminderMiddleware(
+        include=["search_*", "fetch"], exclude=["search_cache", "fetch_local"]
+    )
+    assert guard.name == (
+        "RepeatToolReminderMiddleware[include=search_*,fetch; exclude=search_cache,fetch_local]"
+    )
+
+
+class _ObjectState(BaseModel):
+    """A state of the user's own, an object with the node's fields beside the conversation."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    repeat_tool_reminder: dict[str, Any] | None = None
+    repeat_tool_reminder_run: str | None = None
+
+
+def test_the_lines_of_one_invocation_carry_its_id_on_an_object_state_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The state-kept node on a state object: each reminder is drawn in another graph step, and
+    # the lines of the one invocation group together, by the id its first report kept.
+    model = scripted(repeat("probe", SAME, 3))
+    node = RepeatToolReminderNode(thresholds=[2, 3], profile="seed")
+    builder = StateGraph(_ObjectState)
+    builder.add_node("agent", lambda state: {"messages": [model.invoke(state.messages)]})
+    builder.add_node("tools", ToolNode([probe]))
+    builder.add_node("repeat_reminder", node)
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "repeat_reminder")
+    builder.add_edge("repeat_reminder", "agent")
+    graph = builder.compile()
+    with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
+        messages = graph.invoke(ask())["messages"]
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("gentle", "probe", 2), ("detailed", "probe", 3)]
+    runs = [r.run_id for r in caplog.records if r.name == "repeat_reminder_langchain"]
+    assert len(runs) == 2 and runs[0] == runs[1] is not None
