@@ -123,7 +123,9 @@ def _answered(
     """Each call answered since the user last spoke, and what the user said then.
 
     The calls the latest first, each with its result (a tool's, not a refusal of the guard's);
-    the user's message None when none is in sight (a history handed in without one).
+    the user's message None when none is in sight (a history handed in without one). A call
+    without an id has no result, as the counter reads it: the results without one cannot be
+    told apart.
     """
     results: dict[str, ToolMessage] = {}
     answered: list[tuple[ToolCall, ToolMessage]] = []
@@ -133,7 +135,7 @@ def _answered(
                 results.setdefault(message.tool_call_id, message)
         elif isinstance(message, AIMessage):
             for call in reversed(message.tool_calls):
-                result = results.get(call["id"] or "")
+                result = results.get(call["id"]) if call["id"] else None
                 if result is not None:
                     answered.append((call, result))
         elif is_user_message(message):
@@ -275,7 +277,8 @@ def shown_once(messages: list[BaseMessage]) -> list[BaseMessage]:
     the reminders between them left out; the rest as it is. A small model given ten identical
     results answers about the repetition, or repeats the reminders' words. Only that request's
     messages: the conversation stored is unchanged. `messages` itself when the last message is
-    no such request, or the loop is not found since the user last spoke.
+    no such request, the loop is not found since the user last spoke, or its calls have no ids
+    (their results cannot be told from another call's without one: the loop is sent whole).
 
     The middleware's request alone: a node face's handler counts what the model is sent.
     """
@@ -303,9 +306,12 @@ def shown_once(messages: list[BaseMessage]) -> list[BaseMessage]:
             and message.tool_calls
             and all((c["name"], c["args"]) == shown for c in message.tool_calls)
         ):
-            looped.update(c["id"] or "" for c in message.tool_calls)
+            ids = [c["id"] or "" for c in message.tool_calls]
+            if "" in ids:
+                return messages
+            looped.update(ids)
             if not first:
-                first = [c["id"] or "" for c in message.tool_calls]
+                first = ids
                 kept.append(message)  # whole: a provider's own blocks may name each call
                 at = len(kept)
         elif isinstance(message, ToolMessage) and message.tool_call_id in looped:

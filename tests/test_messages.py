@@ -461,6 +461,31 @@ def test_a_loop_of_calls_without_ids_is_sent_each_call_followed_by_its_result() 
     assert_adjacent(shown_once(_asked(run)))
 
 
+def _unnamed(name: str, args: dict[str, Any], result: str) -> list[Any]:
+    """A call without an id, as some models send it, answered as the tools node answers it."""
+    no_id = {"name": name, "args": args, "id": "", "type": "tool_call"}
+    return [AIMessage("", tool_calls=[no_id]), ToolMessage(result, tool_call_id="")]
+
+
+def test_a_result_without_an_id_is_never_said_to_be_another_calls() -> None:
+    # Each answered with the id "": which result is whose cannot be told, so none is said.
+    run = [
+        HumanMessage("find it"),
+        *_called("probe", {"q": "x"}, "running", 0),
+        *_unnamed("search", {"q": "a"}, "found A"),
+        *_unnamed("fetch", {"url": "b"}, "page B"),
+    ]
+    assert _handed(run).splitlines()[1:] == ['- `probe` ({"q":"x"}): running']
+    assert loop_context(run, "search") == LoopContext("find it", "")
+    # A loop of calls without ids, another such call within it: the loop is sent whole, each
+    # call followed by its own result, where the other call's result was taken for the loop's.
+    looping = [HumanMessage("go"), *_unnamed("probe", {"q": "x"}, "running 0")]
+    looping += [*_unnamed("other", {"q": "a"}, "elsewhere"), *_unnamed("probe", {"q": "x"}, "1")]
+    asked = _asked(looping)
+    assert shown_once(asked) is asked
+    assert_adjacent(shown_once(asked))
+
+
 def test_the_latest_results_keep_the_latest_calls_within_their_cap() -> None:
     run: list[Any] = []  # a history with no user message in it is read whole
     for n in range(9):
