@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -364,7 +365,8 @@ class ReminderConfig(BaseModel):
         fields, short, problems = _long_forms(fields)
         # The profile's values for the fields not given, validated as given but not explicit:
         # a tool's own policy still wins over them, and a file written keeps only the profile.
-        profile = PROFILES.get(fields.get("profile", "default"), {})
+        named = fields.get("profile", "default")  # checked below: a list is no profile's name
+        profile = PROFILES.get(named, {}) if isinstance(named, str) else {}
         filled = {name: value for name, value in profile.items() if name not in fields}
         try:
             # As `BaseModel.__init__`, told which short forms and fields were given: a message
@@ -469,7 +471,7 @@ class ReminderConfig(BaseModel):
     @classmethod
     def _check_not_user(cls, value: Any) -> str | Callable[[Any], bool] | None:
         if value is None or callable(value):
-            return value  # type: ignore[no-any-return]
+            return None if value is None else _taking_one(value)
         if not isinstance(value, str) or not value:
             raise ValueError(
                 "must be a regular expression, a function of a message or its text, or None, "
@@ -830,6 +832,26 @@ def _plain(item: Any) -> Any:
     if isinstance(item, tuple):
         return list(item)
     return _named(item) if callable(item) else item
+
+
+def _taking_one(function: Callable[..., Any]) -> Callable[[Any], bool]:
+    """`function`, unless it cannot be called with one argument, as `not_user` is called.
+
+    Found at run time, it would fail on every user message, and the guard would count nothing.
+    """
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to read (a builtin): taken at its word
+        return function
+    try:
+        signature.bind(None)
+    except TypeError:
+        name = getattr(function, "__name__", repr(function))
+        raise ValueError(
+            f"a function must take one argument, the message or its text; {name} takes "
+            f"({', '.join(signature.parameters)})"
+        ) from None
+    return function
 
 
 def _named(value: str | Callable[..., Any]) -> str:

@@ -56,6 +56,19 @@ def test_the_seed_profile_is_0_4_0s_defaults_and_the_fields_given_stand_over_it(
     assert str(caught.value) == "profile: Input should be 'default' or 'seed'"
 
 
+@pytest.mark.parametrize("profile", [["seed"], {}])
+def test_a_profile_that_is_no_name_is_refused_naming_it(profile: object, tmp_path: Any) -> None:
+    # It was a bare TypeError (unhashable), which named neither the field nor the file.
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig(profile=profile)
+    assert str(caught.value) == "profile: Input should be 'default' or 'seed'"
+    settings = tmp_path / "guard.toml"
+    settings.write_text('profile = ["seed"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        ReminderConfig.from_file(settings)
+    assert str(caught.value) == f"{settings}: profile: Input should be 'default' or 'seed'"
+
+
 @pytest.mark.parametrize(
     ("fields", "stop"),
     [
@@ -277,6 +290,28 @@ def test_what_is_not_the_user_is_a_pattern_or_a_function_and_the_config_stays_a_
     by_partial = ReminderConfig(not_user=functools.partial(re.match, "Please"))
     assert by_partial.model_dump(mode="json")["not_user"] == f"<function {by_partial.not_user!r}>"
     assert ReminderConfig().model_dump(mode="json")["not_user"] is None
+
+
+def test_a_function_that_cannot_take_the_message_is_refused_where_the_guard_is_built() -> None:
+    # Called with each user-role message, it failed on every one at run time: logged, and the
+    # guard counted nothing more.
+    def both(text: str, message: Any) -> bool:
+        return False
+
+    unnamed = functools.partial(both)  # no name of its own: named by what it shows of itself
+    for function, takes in (
+        (unnamed, f"{unnamed!r} takes (text, message)"),
+        (lambda: True, "<lambda> takes ()"),
+        (both, "both takes (text, message)"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            ReminderConfig(not_user=function)
+        said = f"not_user: a function must take one argument, the message or its text; {takes}"
+        assert str(caught.value) == said
+    # One argument, with others it need not be given, or a builtin without a signature to read.
+    assert ReminderConfig(not_user=lambda text, strict=True: False).not_user is not None
+    assert ReminderConfig(not_user=str.isupper).not_user is str.isupper
+    assert ReminderConfig(not_user=bool).not_user is bool  # no signature: taken at its word
 
 
 @pytest.mark.parametrize(
