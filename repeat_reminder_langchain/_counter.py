@@ -218,6 +218,11 @@ class LoopCounter:
             detector.name for detector in detectors if not detector.options.remind
         )
 
+    @property
+    def remembers(self) -> bool:
+        """Whether a detector in use remembers something of an agent, which a user may not end."""
+        return bool(self._remembering)
+
     def failed(self, marked: bool, text: str) -> bool:
         """Whether a call failed: its result marked as an error, or its text `error_pattern`'s."""
         failure = self._failure

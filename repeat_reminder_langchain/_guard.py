@@ -320,14 +320,17 @@ class Guard:
 
         The model turns since the user last spoke, but the latest (the step counts it), are
         counted in order; what they drew is not sent now, too late, and not reported: only the
-        count they reached is kept, so the next call gets what its count deserves.
+        count they reached is kept, so the next call gets what its count deserves. Where a
+        detector in use remembers something of an agent (a failure, which a user message may
+        not end), every model turn is counted, the user's messages resetting what they reset.
         """
-        turns: list[int] = []  # where each model turn since the user last spoke is
+        whole = self.counter.remembers
+        turns: list[int] = []  # where each model turn to count is
         for index in range(len(messages) - 1, -1, -1):
             message = messages[index]
             if isinstance(message, AIMessage):
                 turns.append(index)
-            elif is_user_message(message, self.not_user):
+            elif not whole and is_user_message(message, self.not_user):
                 break
         record: Record = {}
         for end in reversed(turns[:-1]):  # each turn is read up to the next one

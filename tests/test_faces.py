@@ -317,6 +317,30 @@ def test_a_history_handed_in_counts_as_if_the_guard_had_watched_it(guarded: Make
     assert reminders(agent.invoke({"messages": restarted})) == [("gentle", "probe", 3)]
 
 
+def test_a_failure_a_user_message_does_not_end_counts_in_a_history_handed_in(
+    guarded: Make,
+) -> None:
+    # The same failure after each of the user's messages: the defaults remember it past them
+    # (recurring_error), so the history's failures count as the guard watching would have.
+    @tool
+    def book(seat: str) -> str:
+        """Book a seat."""
+        return "Error: payment declined"
+
+    history: list[Any] = []
+    for attempt in range(2):
+        made = turn(call("book", {"seat": "1A"}))
+        history += [HumanMessage(f"book it, try {attempt}"), made]
+        history += [ToolMessage("Error: payment declined", tool_call_id=made.tool_calls[0]["id"])]
+        history += [AIMessage("It failed.")]
+    model = scripted([turn(call("book", {"seat": "1A"})), "It failed again."])
+    agent = guarded(model, tools=[book], profile="default")
+    messages = agent.invoke({"messages": [*history, HumanMessage("book it, try 2")]})
+
+    assert_adjacent(messages)
+    assert reminders(messages) == [("gentle", "book", 3)]
+
+
 @pytest.mark.parametrize(
     "face",
     [
