@@ -112,13 +112,15 @@ def user_test(not_user: str | Callable[[Any], bool] | None) -> NotUser | None:
 
 
 def _takes_message(function: Callable[[Any], bool]) -> bool:
-    """Whether `function`'s first parameter is annotated as a message class."""
+    """Whether `function`'s first parameter is annotated as a message class.
+
+    It has one: the configuration refuses a function that cannot be called with an argument.
+    """
     try:
         parameters = inspect.signature(function, eval_str=True).parameters.values()
     except Exception:  # no signature to read (a builtin), or annotations that do not resolve
         return False
-    hint = next(iter(parameters), None)
-    kind = None if hint is None else hint.annotation
+    kind = next(iter(parameters)).annotation
     return isinstance(kind, type) and issubclass(kind, BaseMessage)
 
 
