@@ -263,17 +263,20 @@ def _outcome(answer: ToolMessage) -> tuple[object, bool]:
 
 
 def asked_to_answer(
-    messages: Sequence[BaseMessage], end: int | None = None
+    messages: Sequence[BaseMessage], end: int | None = None, not_user: NotUser | None = None
 ) -> Mapping[str, Any] | None:
     """The tag of the guard's request for an answer that the model turn at `end` answers.
 
     That request (`exit_behavior="finish"`) is what the guard added after the results of the
     turn before; it is read back to that turn, so the cost is that of the tail. None when the
-    turn at `end` (the next one, by default) was not asked for an answer.
+    turn at `end` (the next one, by default) was not asked for an answer, or the user spoke
+    since the request (a run stopped before the answer, and a new question): the request holds
+    until the user speaks again, as the middleware's record says. `not_user` as
+    `is_user_message` takes it.
     """
     for index in range((len(messages) if end is None else end) - 1, -1, -1):
         message = messages[index]
-        if isinstance(message, AIMessage):
+        if isinstance(message, AIMessage) or is_user_message(message, not_user):
             return None
         tag = tag_of(message)
         if tag is not None and tag.get("level") == "escalated" and type(message) is not ToolMessage:

@@ -18,7 +18,14 @@ from typing_extensions import Unpack
 
 from ._callbacks import RepeatToolReminderCallbackHandler
 from ._config import ReminderConfig, ReminderFields, resolve_config
-from ._conversation import SOURCE, asked_to_answer, from_guard, read_messages, read_state
+from ._conversation import (
+    SOURCE,
+    NotUser,
+    asked_to_answer,
+    from_guard,
+    read_messages,
+    read_state,
+)
 from ._events import report
 from ._guard import Guard, RecordStore, StateStore, instance_name, thread_of
 from ._log import LOGGER_NAME, RepeatToolReminderWarning, warn
@@ -193,7 +200,12 @@ class RepeatToolReminderNode:
             if step.turn.waiting:
                 self._warn_placement()
             # Looked at once, on the turn that ends a run: not on every turn.
-            if step.end and self._finishes and not self._warned_unwired and _ran_anyway(messages):
+            if (
+                step.end
+                and self._finishes
+                and not self._warned_unwired
+                and _ran_anyway(messages, self._guard.not_user)
+            ):
                 self._warn_unwired()
         except RepeatToolReminderWarning:
             raise  # a wiring warning the user's warning filter made an error
@@ -242,7 +254,8 @@ class RepeatToolReminderNode:
         """
         if not self._finishes:
             return False
-        return asked_to_answer(read_messages(state, self.messages_key)) is not None
+        messages = read_messages(state, self.messages_key)
+        return asked_to_answer(messages, not_user=self._guard.not_user) is not None
 
     def bind_tools(self, model: Any, tools: Sequence[Any], state: Any, **kwargs: Any) -> Any:
         """`model` with `tools` for its next call; held back when it is asked for its answer.
@@ -279,7 +292,7 @@ class RepeatToolReminderNode:
         try:
             state = request.state
             messages = state if isinstance(state, list) else read_messages(state, self.messages_key)
-            asked = asked_to_answer(messages, _latest_turn(messages))
+            asked = asked_to_answer(messages, _latest_turn(messages), self._guard.not_user)
             return None if asked is None else Escalation.from_tag(asked)
         except Exception:
             logger.exception("repeat reminder check failed; the call runs")
@@ -408,7 +421,7 @@ def _tools(tools: Sequence[Any] | ToolNode) -> Sequence[Any]:
     return list(tools.tools_by_name.values()) if isinstance(tools, ToolNode) else tools
 
 
-def _ran_anyway(messages: Sequence[BaseMessage]) -> bool:
+def _ran_anyway(messages: Sequence[BaseMessage], not_user: NotUser | None) -> bool:
     """Whether the model's latest turn, asked for its answer, made calls that then ran.
 
     A call refused by `wrap_tool_call` has the guard's result; one that ran has the tool's.
@@ -417,7 +430,7 @@ def _ran_anyway(messages: Sequence[BaseMessage]) -> bool:
     turn = messages[end] if end >= 0 else None
     if not isinstance(turn, AIMessage) or not turn.tool_calls:
         return False
-    if asked_to_answer(messages, end) is None:
+    if asked_to_answer(messages, end, not_user) is None:
         return False
     results = [m for m in messages[end + 1 :] if isinstance(m, ToolMessage)]
     return bool(results) and not any(from_guard(m) for m in results)

@@ -604,6 +604,20 @@ def test_the_request_holds_past_a_harness_message_and_no_message_asks_nothing() 
     assert not node.withholds_tools({"messages": []})
 
 
+def test_a_new_question_after_the_request_for_the_answer_gets_the_tools_back() -> None:
+    # The run stopped before the model answered (a failure, a process gone), and the user asks
+    # something new: the request held until the user spoke again, as on the middleware. A
+    # message `not_user` rules out is not the user speaking: the request still holds.
+    node = RepeatToolReminderNode(**FINISH, not_user=r"^\[harness\]")
+    asked = finish_message(Escalation("probe", 4, "repeat", "{}", "finish"))
+    messages = [HumanMessage("go"), asked, HumanMessage("Never mind: what is the weather?")]
+    assert not node.withholds_tools({"messages": messages})
+    assert _run_through(node, [*messages, turn(call("probe", {"q": "x"}, "c1"))]) == "ran"
+    noted = [HumanMessage("go"), asked, HumanMessage("[harness] step done")]
+    assert node.withholds_tools({"messages": noted})
+    assert _run_through(node, [*noted, turn(call("probe", {"q": "x"}, "c1"))]).startswith("Not run")
+
+
 @pytest.mark.parametrize(
     ("behavior", "escalations"),
     [
