@@ -421,7 +421,7 @@ def _tools(tools: Sequence[Any] | ToolNode) -> Sequence[Any]:
     return list(tools.tools_by_name.values()) if isinstance(tools, ToolNode) else tools
 
 
-def _ran_anyway(messages: Sequence[BaseMessage], not_user: NotUser | None) -> bool:
+def _ran_anyway(messages: Sequence[BaseMessage], not_user: NotUser | None = None) -> bool:
     """Whether the model's latest turn, asked for its answer, made calls that then ran.
 
     A call refused by `wrap_tool_call` has the guard's result; one that ran has the tool's.
