@@ -37,7 +37,7 @@ from repeat_reminder_langchain import (
     RepeatToolReminderWarning,
     prepare_messages,
 )
-from repeat_reminder_langchain._conversation import is_reminder
+from repeat_reminder_langchain._conversation import is_reminder, read_messages
 from repeat_reminder_langchain._counter import Call, CallTrace, Count, LoopCounter, Turn
 from repeat_reminder_langchain._record import Record, read_record
 from repeat_reminder_langchain.tooling import _cli as cli
@@ -144,7 +144,8 @@ def model_node(model: Any, *, prepared: bool = False) -> RunnableLambda[Any, Any
     """A graph node asking `model`, sync and async; `prepared` sends `prepare_messages`."""
 
     def messages(state: Any) -> Any:
-        return prepare_messages(state["messages"], model) if prepared else state["messages"]
+        sent = read_messages(state, "messages")  # a dict state, or a state object
+        return prepare_messages(sent, model) if prepared else sent
 
     def agent(state: Any) -> dict[str, list[BaseMessage]]:
         return {"messages": [model.invoke(messages(state))]}

@@ -12,9 +12,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 from pydantic import BaseModel
 
@@ -32,6 +30,7 @@ from repeat_reminder_langchain._reminder import Escalation
 from .conftest import Guarded, build
 from .helpers import (
     LoopModel,
+    agent_graph,
     ask,
     assert_adjacent,
     call,
@@ -297,17 +296,10 @@ def test_the_lines_of_one_invocation_carry_its_id_on_an_object_state_too(
 ) -> None:
     # The state-kept node on a state object: each reminder is drawn in another graph step, and
     # the lines of the one invocation group together, by the id its first report kept.
-    model = scripted(repeat("probe", SAME, 3))
     node = RepeatToolReminderNode(thresholds=[2, 3], profile="seed")
-    builder = StateGraph(_ObjectState)
-    builder.add_node("agent", lambda state: {"messages": [model.invoke(state.messages)]})
-    builder.add_node("tools", ToolNode([probe]))
-    builder.add_node("repeat_reminder", node)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", tools_condition)
-    builder.add_edge("tools", "repeat_reminder")
-    builder.add_edge("repeat_reminder", "agent")
-    graph = builder.compile()
+    graph = agent_graph(
+        scripted(repeat("probe", SAME, 3)), [probe], None, after_tools=node, state=_ObjectState
+    )
     with caplog.at_level(logging.INFO, "repeat_reminder_langchain"):
         messages = graph.invoke(ask())["messages"]
 
