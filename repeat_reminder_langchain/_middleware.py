@@ -64,6 +64,15 @@ class _Merge:
         self._reported: object = object()
 
     def __call__(self, kept: object, written: object) -> dict[str, Record]:
+        if type(kept) is dict and type(written) is dict:
+            # Every turn's write (twice, where LangGraph routes on it): records onto records,
+            # with nothing to check or to say.
+            merged = {**kept, **written}
+            for entry in merged.values():
+                if type(entry) is not dict:
+                    break  # something else: checked, said and dropped below
+            else:
+                return merged
         problems: list[str] = []
         merged = _records(kept, "kept", problems)
         if isinstance(written, Mapping):
