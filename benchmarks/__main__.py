@@ -10,7 +10,7 @@ from pathlib import Path
 
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
 
-from . import arguments, audit, canonicalization, hooks, memory, metrics, overhead, scaling
+from . import arguments, audit, calls, canonicalization, hooks, memory, metrics, overhead, scaling
 from .fixtures import hooks_of
 from .measure import Row
 from .missed import reasons
@@ -24,6 +24,7 @@ def _sections(quick: bool) -> dict[str, Callable[[], list[Row]]]:
     return {
         "overhead": lambda: overhead.run(rounds),
         "hooks": lambda: hooks.run(3 if quick else 15),
+        "calls": calls.run,
         "metrics": lambda: metrics.run(3 if quick else 15),
         "step": lambda: scaling.run(rounds),
         "canonicalize": lambda: canonicalization.run(rounds),
@@ -46,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[
             "overhead",
             "hooks",
+            "calls",
             "metrics",
             "step",
             "canonicalize",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import cast
 
+from .calls import STEPS
 from .hooks import COUNTING, LAYERED, LONG, PARTS, PEERS, SHORT, _key
 from .measure import Row
 
@@ -75,10 +77,17 @@ def _peer(row: Row, figure: Figures, size: str) -> str | None:
     if not known or single is None or layers is None:
         return None
     peer = min(known, key=known.__getitem__)
-    return (
+    said = (
         f"the {LAYERED} alone costs {single / known[peer]:.2f} times {peer} "
         f"({known[peer]:.1f} µs): parity leaves {max(known[peer] - single, 0.0):.1f} µs for "
         f"every layer and the hooks the peer has not; {layers}"
+    )
+    calls = {name: figure(f"calls.hooks.{_key(name)}.{size}") for name in ("guard", peer, LAYERED)}
+    if None in calls.values():
+        return said
+    return (
+        f"{said}; counted, the guard's hooks run {calls['guard']:.0f} Python calls a turn, "
+        f"{peer}'s {calls[peer]:.0f} and the {LAYERED}'s {calls[LAYERED]:.0f}"
     )
 
 
@@ -110,7 +119,18 @@ def _whole_run(row: Row, figure: Figures, prefix: str) -> str | None:
     )
     what, key = _ALONE[prefix]
     alone = figure(f"{key}.{SHORT}")
-    return said if alone is None else f"{said}; {what}, played alone, cost {alone:.1f} µs a turn"
+    if alone is not None:
+        said = f"{said}; {what}, played alone, cost {alone:.1f} µs a turn"
+    steps = [figure(f"calls.create_agent.{_key(step)}") for step in STEPS]
+    if prefix != "overhead.create_agent" or None in steps:
+        return said
+    shape, field, write, guard = cast("list[float]", steps)
+    return (
+        f"{said}; counted, a turn of the guard runs {guard:.0f} Python calls more than a bare "
+        f"agent's: {shape:.0f} to run hooks of its shape, {field - shape:.0f} for its state "
+        f"field, {write - field:.0f} to apply a record written each turn, {guard - write:.0f} "
+        "for its own work"
+    )
 
 
 # What the guard of each whole run is, and its figure a turn played alone (the hooks section).

@@ -58,6 +58,8 @@ def _figure(value: float, unit: str) -> str:
         return f"{value:,.2f} MB per 1,000 threads"
     if unit == "threads/s":
         return f"{value:,.0f} threads/s"
+    if unit == "calls":
+        return f"{value:,.1f} calls"
     if unit == "us/message":  # a few hundredths of a µs: shown to the thousandth
         return f"{value:,.3f} µs a message"
     return f"{value:,.1f} µs"

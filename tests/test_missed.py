@@ -29,6 +29,14 @@ RUN = [
     Row("hooks.guard.over_cheapest_peer.20", "guard / the cheapest peer", 2.8, "ratio", 1.0),
     Row("hooks.state_kept_node.20", "state-kept node", 9.0, "us", 8.0),
     Row("hooks.handler___node.20", "handler + node", 22.0, "us", 8.0),
+    # As its calls section counts them (Python calls a turn).
+    Row("calls.hooks.guard.20", "guard", 40.0, "calls"),
+    Row("calls.hooks.loopguardmiddleware.20", "LoopGuardMiddleware", 10.0, "calls"),
+    Row("calls.hooks.single_pass.20", "single pass", 2.0, "calls"),
+    Row("calls.create_agent.a_no_op_of_the_guard_s_shape", "shape", 80.0, "calls"),
+    Row("calls.create_agent.and_its_state_field", "field", 131.0, "calls"),
+    Row("calls.create_agent.and_a_record_written_each_turn", "write", 145.0, "calls"),
+    Row("calls.create_agent.guard", "guard", 183.0, "calls"),
 ]
 
 
@@ -50,6 +58,23 @@ def test_a_missed_per_turn_target_says_what_the_rules_and_the_layers_cost_in_tha
     assert "parity leaves 1.0 µs for every layer" in peer
     assert "costs 2.2 times the single pass" in why["hooks.state_kept_node.20"]
     assert why["hooks.handler___node.20"].startswith("13.0 µs more than the state-kept node's 9.0")
+
+
+def test_with_the_calls_counted_the_reasons_say_in_which_layer_a_turn_goes() -> None:
+    seconds = {"guard": [0.0530, 0.0540, 0.0535], "noop": [0.0500] * 3, "bare": [0.0450] * 3}
+    whole = _rows("overhead.create_agent", "create_agent", Samples(seconds))
+
+    why = reasons([*RUN, *whole])
+
+    assert why["hooks.guard.over_cheapest_peer.20"].endswith(
+        "; counted, the guard's hooks run 40 Python calls a turn, LoopGuardMiddleware's 10 and "
+        "the single pass's 2"
+    )
+    assert why["overhead.create_agent.guard_vs_noop"].endswith(
+        "; counted, a turn of the guard runs 183 Python calls more than a bare agent's: 80 to run "
+        "hooks of its shape, 51 for its state field, 14 to apply a record written each turn, 38 "
+        "for its own work"
+    )
 
 
 def test_a_reason_whose_figures_the_run_did_not_measure_says_so() -> None:
