@@ -459,6 +459,11 @@ def test_a_loop_of_calls_without_ids_is_sent_each_call_followed_by_its_result() 
         no_id = {"name": "probe", "args": {"q": "x"}, "id": "", "type": "tool_call"}
         run += [AIMessage("", tool_calls=[no_id]), ToolMessage(f"running {n}", tool_call_id="")]
     assert_adjacent(shown_once(_asked(run)))
+    # A loop whose model gave its first call an id and the next none is sent whole as well: the
+    # result without an id is no call's that the loop's could stand for.
+    mixed = _asked([HumanMessage("go"), *_called("probe", {"q": "x"}, "running 0", 0), *run[-2:]])
+    assert shown_once(mixed) is mixed
+    assert_adjacent(mixed)
 
 
 def _unnamed(name: str, args: dict[str, Any], result: str) -> list[Any]:
