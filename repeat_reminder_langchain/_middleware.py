@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NotRequired, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -96,7 +96,6 @@ merge_records = _Merge()
 
 _AGENTS = 256  # sets of tools remembered (one per agent, most of the time)
 _TURNS = 1024  # model turns remembered with the tools of the agent that made them
-_Response = TypeVar("_Response")
 
 
 def _records(field: object, side: str, problems: list[str]) -> dict[str, Record]:
@@ -119,6 +118,8 @@ class _Counted(NamedTuple):
     step: TurnResult | None  # None: nothing new since the record's turn, or counting failed
     record: Record  # the record the model call goes on with
     sending: list[Awaitable[None]]  # its events, still to be awaited
+    as_sent: bool = True  # whether the request goes to the model as it came (`_prepare`)
+    asked: bool = False  # whether the model was asked for its answer (`exit_behavior="finish"`)
     state: Any = None
     field: object = None
     messages: object = None
@@ -324,12 +325,15 @@ class RepeatToolReminderMiddleware(
         """
         tools = self._tools(request)
         counted = self._turn(request.state, dispatch_custom_event)
-        ended = self._stopped(counted)
-        if ended is not None:
-            return ended
-        response = self._note_turn_tools(handler(self._prepare(request, counted)), tools)
+        step = counted.step
+        if step is not None and (step.end or step.stop is not None):
+            return self._stopped(step)
+        response = handler(request if counted.as_sent else self._prepare(request, counted))
+        self._note_turn_tools(response, tools)
+        if not counted.asked:
+            return self._kept(step, response)  # most calls: the model was not asked to answer
         after = self._insisted(request.state, counted, response, dispatch_custom_event)
-        return self._kept(counted.step, response, after)
+        return self._kept(step, response, after)
 
     @override
     async def awrap_model_call(
@@ -342,14 +346,17 @@ class RepeatToolReminderMiddleware(
         counted = self._turn(request.state, adispatch_custom_event)
         for event in counted.sending:
             await event
-        ended = self._stopped(counted)
-        if ended is not None:
-            return ended
-        response = self._note_turn_tools(await handler(self._prepare(request, counted)), tools)
+        step = counted.step
+        if step is not None and (step.end or step.stop is not None):
+            return self._stopped(step)
+        response = await handler(request if counted.as_sent else self._prepare(request, counted))
+        self._note_turn_tools(response, tools)
+        if not counted.asked:
+            return self._kept(step, response)  # most calls: the model was not asked to answer
         after = self._insisted(request.state, counted, response, adispatch_custom_event)
         for event in after.sending:
             await event
-        return self._kept(counted.step, response, after)
+        return self._kept(step, response, after)
 
     # -- counting -------------------------------------------------------------------------
 
@@ -378,9 +385,13 @@ class RepeatToolReminderMiddleware(
         except Exception:
             logger.exception("repeat reminder middleware failed; the run goes on without it")
             return _NOTHING
-        sending = [] if step is None else report(step.report, dispatch)
+        sending = [] if step is None or step.report is None else report(step.report, dispatch)
+        asked = self._finishes and bool(record.get("finishing"))
+        # Most requests go to the model as they came (`_prepare`): nothing to add before the
+        # model's turn, no reminder stored as a system message, no answer asked for.
+        as_sent = not ((step is not None and step.messages) or record.get("system") or asked)
         # The state is held until the next turn, so that its id is never another's.
-        counted = _Counted(step, record, sending, state, field, messages)
+        counted = _Counted(step, record, sending, as_sent, asked, state, field, messages)
         self._counted = counted
         return counted
 
@@ -403,30 +414,26 @@ class RepeatToolReminderMiddleware(
     # -- model calls ----------------------------------------------------------------------
 
     def _stopped(
-        self, counted: _Counted
-    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT] | None:
-        """What the model call gives instead of the model's answer when the step stops the run.
+        self, step: TurnResult
+    ) -> ModelResponse[ResponseT] | ExtendedModelResponse[ResponseT]:
+        """What the model call gives instead of the model's answer, where the step stops the run.
 
         It raises what stops the run (`error`, `interrupt`); for a run the guard ends, it is
-        the guard's final word. None: the model is called.
+        the guard's final word.
         """
-        step = counted.step
-        if step is None:
-            return None
         if step.stop is not None:
             raise step.stop
-        return self._kept(step, None) if step.end else None
+        return self._kept(step, None)
 
     def _insisted(
         self, state: Any, counted: _Counted, response: ModelResponse[ResponseT], dispatch: Dispatch
     ) -> _Counted:
         """The end of a run whose model called a tool after it was asked for its answer.
 
-        Each call gets its refusal, and the turn is counted at once, as the next model call
-        would count it: the run ends with the guard's final word, in the model's own step.
+        For a model call made after the request (`_Counted.asked`). Each call gets its
+        refusal, and the turn is counted at once, as the next model call would count it: the
+        run ends with the guard's final word, in the model's own step.
         """
-        if not self._finishes or not counted.record.get("finishing"):
-            return _NOTHING  # most calls: the model was not asked for its answer
         made = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
         if made is None or not made.tool_calls:
             return _NOTHING  # it answered
@@ -487,7 +494,7 @@ class RepeatToolReminderMiddleware(
             if step is not None and step.messages:
                 messages = [*request.messages, *step.messages]
                 request = request.override(messages=cast("list[AnyMessage]", messages))
-            if self._finishes and record.get("finishing"):
+            if counted.asked:
                 request = self._for_answer(request)
             if not record.get("system"):
                 return request  # most calls: no reminder stored as a system message
@@ -525,16 +532,17 @@ class RepeatToolReminderMiddleware(
         in, a thread resumed in another process) counts with the tools of the one agent it has
         seen, if it has seen only one; else with none it could mistake for another agent's.
         """
+        tools = request.tools or ()
+        latest = self._latest
+        if latest is not None and latest[0] is tools:
+            return latest[1]  # most requests: the same agent's list as the request before
         try:
-            return self._learn(request.tools or ())
+            return self._learn(tools)
         except Exception:
             logger.exception("repeat reminder failed to read the tools; they declare nothing")
             return NO_TOOLS
 
     def _learn(self, tools: Sequence[object]) -> Tools:
-        latest = self._latest
-        if latest is not None and latest[0] is tools:
-            return latest[1]  # most requests: the same agent's list as the request before
         key = tuple(map(id, tools))
         known = self._agents.pop(key, None)  # taken out and put back: the latest is last
         if known is None:
@@ -545,15 +553,14 @@ class RepeatToolReminderMiddleware(
         self._turns.default = known[1] if len(self._agents) == 1 else NO_TOOLS
         return known[1]
 
-    def _note_turn_tools(self, response: _Response, tools: Tools) -> _Response:
-        """The model's response, its turn noted as made with `tools`."""
+    def _note_turn_tools(self, response: object, tools: Tools) -> None:
+        """Note the turn of the model's response as made with `tools`."""
         inner = getattr(response, "model_response", response)
         for message in getattr(inner, "result", None) or (inner,):
             if isinstance(message, AIMessage) and message.id:
                 if len(self._turns) >= _TURNS:
                     del self._turns[next(iter(self._turns))]
                 self._turns[message.id] = tools
-        return response
 
     # -- tool calls -----------------------------------------------------------------------
 
