@@ -10,7 +10,8 @@ machine with the same versions, and says in which layer a change took calls away
 - The hooks, played alone as `hooks.py` plays them (`TURNS` turns, 20 and 2,000 messages):
   every Python function a guard's hooks run a turn, the model's handler left out.
 - Whole runs, as `overhead.py` runs them: every Python function the process runs, in every
-  thread, over a bare agent's run, a turn. Between a bare agent and the guard, three no-ops,
+  thread (but `threading`'s, whose waits the threads' timing decides), over a bare agent's
+  run, a turn. Between a bare agent and the guard, three no-ops,
   each one step nearer: of the guard's shape (what `create_agent` does to run its hooks), with
   its state field (what LangGraph does for the field every step), and writing a record every
   turn through the model call as the guard writes its own (what applying the write costs). What
@@ -67,14 +68,19 @@ STEPS: dict[str, Callable[[], list[AgentMiddleware[Any, Any, Any]]]] = {
 }
 
 
+# How often a thread waits (`Condition.wait`, in `Future.result` and the pool's shutdown) is
+# the threads' timing: a whole run counted twice differed by a wait or two one time in six.
+_WAITS = threading.__file__
+
+
 def _counting(calls: list[int], skip: str = "") -> Callable[..., None]:
     """A profile function that adds each Python function called to `calls[0]`.
 
-    A function of the file `skip` is left out.
+    A function of the file `skip` is left out, and so is `threading`'s (`_WAITS`).
     """
 
     def profile(frame: Any, event: str, argument: Any) -> None:
-        if event == "call" and frame.f_code.co_filename != skip:
+        if event == "call" and frame.f_code.co_filename not in (skip, _WAITS):
             calls[0] += 1
 
     return profile

@@ -89,6 +89,10 @@ class HandlerStore:
         run = self._run(run_config)
         return None if run is None else run.root
 
+    def keep_invocation(self, where: AgentKey, run: str) -> dict[str, Any]:
+        """Nothing to keep: the handler knows each run's root from its callbacks."""
+        return {}
+
     def _run(self, run_config: RunnableConfig | None) -> _Run | None:
         """Where a node's run sits in the run tree; None when the handler did not see it."""
         run_id = getattr((run_config or {}).get("callbacks"), "parent_run_id", None)

@@ -162,7 +162,6 @@ class RepeatToolReminderNode:
                 name=instance_name(type(self).__name__, settings),
                 records=self._records,
                 meter_provider=meter_provider,
-                keeps_run=True,
             )
         self.config, self.stats = self._guard.config, self._guard.stats
         self.tool_policies = self._guard.tools.policies
@@ -367,6 +366,10 @@ class _NodeStateStore:
     ) -> object:
         """The id the state keeps for this invocation, once the node reported in it."""
         return self._store.invocation(where[0], run_config)
+
+    def keep_invocation(self, where: tuple[Any, str | None], run: str) -> dict[str, Any]:
+        """The state update that keeps the invocation's id."""
+        return self._store.keep_invocation(where[0], run)
 
     def read(self, where: tuple[Any, str | None]) -> Record:
         """The record kept in the state."""

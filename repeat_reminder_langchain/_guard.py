@@ -16,6 +16,7 @@ reaches its graph.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
@@ -70,8 +71,8 @@ __all__ = [
 logger = logging.getLogger(LOGGER_NAME)
 
 RUN_FIELD = "repeat_tool_reminder_run"
-"""The state field where the middleware and the state-kept node keep the id of the invocation
-(not checkpointed: each invocation starts without it), for its log lines."""
+"""The state field where the state-kept node keeps the id of the invocation (not checkpointed:
+each invocation starts without it), for its log lines."""
 
 
 class RecordStore(Protocol):
@@ -85,6 +86,12 @@ class RecordStore(Protocol):
 
     def invocation(self, where: Any, run_config: RunnableConfig | None) -> object:
         """The id of the invocation as these records know it, for log lines (None: not known)."""
+
+    def keep_invocation(self, where: Any, run: str) -> dict[str, Any]:
+        """Keep the id the invocation's first report gave it, for its later reports to carry.
+
+        The state update that does it, if the state keeps it.
+        """
 
 
 class Tools(NamedTuple):
@@ -161,8 +168,6 @@ class Guard:
         name: The instance's name (its metrics and events carry it).
         records: Where the face keeps its records.
         meter_provider: Where its OpenTelemetry metrics go (see `metrics_for`).
-        keeps_run: Whether the state keeps the invocation's id (`RUN_FIELD`): the update of
-            its first report writes it, so that the later ones carry the same.
         named: Whether the user gave the name: its log lines then carry it too.
     """
 
@@ -170,7 +175,6 @@ class Guard:
         "asks",
         "config",
         "counter",
-        "keeps_run",
         "name",
         "named",
         "not_user",
@@ -190,7 +194,6 @@ class Guard:
         name: str,
         records: RecordStore,
         meter_provider: MeterProviderOption = None,
-        keeps_run: bool = False,
         named: bool = False,
     ) -> None:
         self.config = config
@@ -204,7 +207,6 @@ class Guard:
         self.turns = ToolsOf(self.tools)
         self.stats = Stats(metrics_for(meter_provider, name))
         self.reminders_reach_model = config.mode == "remind"  # not when it only observes
-        self.keeps_run = keeps_run
         self.words = UserWords(config.words) if config.words else None  # most guards have none
         # How it stops a loop (None: it never does): what a face must do around the model
         # and tool calls is that exit's to say, never its name's.
@@ -399,8 +401,8 @@ class Guard:
             if any(m.type == "system" for m in messages):
                 record = noting_system(record)
             update = self.records.write(where, record)
-            if self.keeps_run and report.run not in (None, invocation):
-                update[RUN_FIELD] = report.run
+            if report.run not in (None, invocation):  # the invocation's first report
+                update.update(self.records.keep_invocation(where, report.run))
         return TurnResult(found, update, messages, end, stop, reported, turn, record)
 
     def final(self, escalation: Escalation, history: Sequence[BaseMessage]) -> BaseMessage:
@@ -548,6 +550,15 @@ def invocation_of(run_config: RunnableConfig | None, known: object = None) -> st
     return None if step is None else str(step)
 
 
+def _run_control() -> object:
+    """The `RunControl` of the invocation the current step is in; None outside a graph run."""
+    try:
+        runtime = get_runtime()
+    except Exception:  # outside a graph run, or in a runnable outside any graph
+        return None
+    return getattr(runtime, "control", None)
+
+
 def thread_of(run_config: RunnableConfig | None) -> str | None:
     """The conversation a run belongs to, if it has one."""
     if not run_config:
@@ -564,13 +575,24 @@ class StateStore:
     Every instance writes only its own entry: the middleware's field merges the entries
     written in one step. A record is checked when read, unless it equals the one this store
     wrote last (the usual case: the record of the turn before).
+
+    The invocation's id is kept in the state's `RUN_FIELD` (the state-kept node's, whose state
+    the user declares), or, without `run_field`, in memory by the invocation's `RunControl`
+    (LangGraph makes one for each top-level run, and its steps and subgraphs share it), for the
+    latest `limit` invocations: the middleware's, where a state field would cost LangGraph's
+    channel work on every step of every run (24 Python calls a turn, `make bench`'s counted
+    whole runs) for a value written at most once a run.
     """
 
-    def __init__(self, key: str, name: str | None = None) -> None:
+    limit = 1024  # invocations whose id is kept in memory
+
+    def __init__(self, key: str, name: str | None = None, *, run_field: bool = True) -> None:
         self.key = key
         self.name = name
         self._written: Record | None = None
         self._warned = False
+        self._ids: dict[object, str] | None = None if run_field else {}
+        self._lock = threading.Lock()  # a store is shared by the runs of several threads
 
     def read(self, where: Any) -> Record:
         """The record kept in the state `where`; one that is not valid is none (logged once)."""
@@ -594,8 +616,23 @@ class StateStore:
             return {}
 
     def invocation(self, where: Any, run_config: RunnableConfig | None) -> object:
-        """The id the state keeps for this invocation, once a step reported in it."""
-        return where.get(RUN_FIELD) if type(where) is dict else read_state(where, RUN_FIELD)
+        """The id kept for this invocation, once a step reported in it (None: none yet)."""
+        if self._ids is None:
+            return where.get(RUN_FIELD) if type(where) is dict else read_state(where, RUN_FIELD)
+        control = _run_control()
+        return None if control is None else self._ids.get(control)
+
+    def keep_invocation(self, where: Any, run: str) -> dict[str, Any]:
+        """Keep the invocation's id: the state update that writes `RUN_FIELD`, or in memory."""
+        if self._ids is None:
+            return {RUN_FIELD: run}
+        control = _run_control()
+        if control is not None:  # outside a graph there is no invocation to keep it for
+            with self._lock:
+                self._ids[control] = run
+                if len(self._ids) > self.limit:
+                    del self._ids[next(iter(self._ids))]  # the oldest invocation's
+        return {}
 
     def write(self, where: Any, record: Record) -> dict[str, Any]:
         """The state update that keeps `record`."""

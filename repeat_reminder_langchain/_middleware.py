@@ -18,7 +18,6 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolMessage
-from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from langgraph.typing import ContextT
@@ -161,15 +160,10 @@ class DefaultName(str):
 class RepeatToolReminderMiddlewareState(AgentState[ResponseT]):
     """Agent state with the guard's records: checkpointed, but not part of input or output.
 
-    The field maps each middleware instance's `name` to its record (`Record`). Beside it, the
-    id of the invocation, for the log lines: kept for one run, never checkpointed.
+    The field maps each middleware instance's `name` to its record (`Record`).
     """
 
     repeat_tool_reminder: NotRequired[Annotated[dict[str, Record], PrivateStateAttr, merge_records]]
-    # Written by every instance that reports in a run, all in the model call's step.
-    repeat_tool_reminder_run: NotRequired[
-        Annotated[str, UntrackedValue(str, guard=False), PrivateStateAttr]
-    ]
 
 
 _MISPLACED = Misplaced(
@@ -262,13 +256,12 @@ class RepeatToolReminderMiddleware(
             raise TypeError(f"name must be a non-empty string, got {name!r}")
         self._name = name or instance_name(type(self).__name__, self.config)
         self._shown = name or DefaultName(self._name)
-        self._store = StateStore(SOURCE, self._name)
+        self._store = StateStore(SOURCE, self._name, run_field=False)
         self._guard = Guard(
             self.config,
             name=self._name,
             records=self._store,
             meter_provider=meter_provider,
-            keeps_run=True,
             named=name is not None,
         )
         self.stats = self._guard.stats

@@ -888,6 +888,38 @@ def test_an_answer_sent_to_the_agent_starts_the_counts_over_as_continue_does(
     assert wiring_warnings(recwarn) == []
 
 
+@pytest.mark.parametrize(
+    "resume",
+    [None, "continue", "Try four more times: loop 4"],
+    ids=["observed", "continue", "a message"],
+)
+def test_a_run_the_guard_lets_go_on_has_the_models_answer_in_every_model_step(
+    resume: str | None,
+) -> None:
+    # Observed past escalate_after, or resumed by a human's "continue" or message, the run goes
+    # on as it would without the guard: each step of the model node holds the model's answer,
+    # none is a step in its place that skips the model.
+    from langchain.agents import create_agent
+
+    config: Any = {"configurable": {"thread_id": "goes-on"}}
+    if resume is None:
+        guard = RepeatToolReminderMiddleware(mode="observe", exit_behavior="end", **LIMIT)
+    else:
+        guard = RepeatToolReminderMiddleware(exit_behavior="interrupt", **LIMIT)
+    agent = create_agent(LoopModel(), [probe], middleware=[guard], checkpointer=InMemorySaver())
+    if resume is None:
+        updates = agent.stream(ask("loop 8"), config, stream_mode="updates")
+    else:
+        assert "__interrupt__" in agent.invoke(ask("loop 9"), config)
+        updates = agent.stream(Command(resume=resume), config, stream_mode="updates")
+    steps = [update["model"]["messages"] for update in updates if "model" in update]
+
+    assert steps
+    assert all(isinstance(messages[-1], AIMessage) for messages in steps)
+    assert steps[-1][-1].content.startswith("done after")
+    assert_adjacent(agent.get_state(config).values["messages"])
+
+
 def test_interrupt_without_a_checkpointer_stops_with_the_question_and_says_so_once(
     guarded: Make, recwarn: pytest.WarningsRecorder
 ) -> None:

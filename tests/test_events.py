@@ -17,6 +17,7 @@ from langchain_core.callbacks import (
     dispatch_custom_event,
 )
 from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import MessagesState
 
@@ -417,6 +418,24 @@ def test_outside_a_graph_the_log_lines_carry_no_run_id(caplog: pytest.LogCapture
 
     assert update is not None and "repeat_tool_reminder_run" not in update
     assert [r.__dict__["run_id"] for r in caplog.records] == [None]
+
+
+def test_in_a_runnable_outside_a_graph_each_line_names_the_run_it_was_drawn_in(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A model call the user's own runnable makes, in no graph: no invocation to keep an id
+    # for, so each line names the run that drew it, and the next call's names its own.
+    guard = RepeatToolReminderMiddleware(thresholds=[2])
+    done = turn(call("probe", SAME), call("probe", SAME))
+    results = [ToolMessage("r", tool_call_id=c["id"]) for c in done.tool_calls]
+    runs = [uuid.uuid4(), uuid.uuid4()]
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        for run in runs:  # each call a state of its own: the conversation, as new
+            RunnableLambda(lambda state: model_call(guard, state)).invoke(
+                {"messages": [done, *results]}, {"run_id": run}
+            )
+
+    assert [r.__dict__["run_id"] for r in caplog.records] == [str(run) for run in runs]
 
 
 async def test_the_middleware_hooks_work_outside_a_graph_and_survive_their_own_bugs(

@@ -813,3 +813,68 @@ def test_one_instance_shared_by_two_agents_sends_each_model_what_it_takes() -> N
         (sent,) = [m for m in model.seen[-1] if is_reminder(m)]
         assert sent.type == kind
     assert guard.stats.snapshot()["reminders"] == {"probe": {"gentle": 2}}
+
+
+# -- the invocation's id on the log lines -----------------------------------------------------
+
+
+def _lines_by_thread(caplog: pytest.LogCaptureFixture) -> dict[str, list[str]]:
+    lines: dict[str, list[str]] = {}
+    for record in caplog.records:
+        if record.name == "repeat_reminder_langchain":
+            lines.setdefault(record.__dict__["thread_id"], []).append(record.__dict__["run_id"])
+    return lines
+
+
+def test_runs_interleaved_on_one_instance_each_log_their_own_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Two agents share the instance, their model calls in lockstep: each run's two reminders
+    # are drawn between the other's, and each run's lines carry its own id all the same.
+    guard = RepeatToolReminderMiddleware(thresholds=[2, 3])
+    barrier = threading.Barrier(2)
+    agents = [
+        agent_with(
+            _Lockstep(
+                messages=iter([*repeat("probe", SAME, 3), AIMessage("done")]), barrier=barrier
+            ),
+            guard,
+            checkpointer=InMemorySaver(),
+        )
+        for _ in range(2)
+    ]
+    with (
+        caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"),
+        ThreadPoolExecutor(2) as pool,
+    ):
+        runs = [
+            pool.submit(agent.invoke, ask(), thread(name))
+            for agent, name in zip(agents, ("a", "b"), strict=True)
+        ]
+        results = [run.result()["messages"] for run in runs]
+
+    for messages in results:
+        assert_adjacent(messages)
+        assert reminders(messages) == [("gentle", "probe", 2), ("detailed", "probe", 3)]
+    lines = _lines_by_thread(caplog)
+    assert sorted(lines) == ["a", "b"]
+    (a,), (b,) = set(lines["a"]), set(lines["b"])  # each run's two lines: one id
+    assert a != b and len(lines["a"]) == len(lines["b"]) == 2
+
+
+def test_the_ids_of_the_latest_invocations_are_kept_and_no_more(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An instance remembers the id of each invocation it reported in, by LangGraph's run
+    # control, for as many invocations as its limit: a long-lived agent's memory stays bounded.
+    guard = RepeatToolReminderMiddleware(thresholds=[2, 3])
+    records = guard._store  # type: ignore[attr-defined]
+    records.limit = 2
+    with caplog.at_level(logging.INFO, logger="repeat_reminder_langchain"):
+        for name in "abc":
+            agent = agent_with(scripted(repeat("probe", SAME, 3)), guard)
+            assert_adjacent(agent.invoke(ask(), thread(name))["messages"])
+            assert len(records._ids) == min(2, "abc".index(name) + 1)
+    ids = [record.__dict__["run_id"] for record in caplog.records]
+    assert ids[0] == ids[1] != ids[2] == ids[3] != ids[4] == ids[5] != ids[0]
+    assert list(records._ids.values()) == [ids[2], ids[4]]  # the oldest forgotten

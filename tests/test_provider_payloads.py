@@ -154,6 +154,18 @@ def test_the_tool_choice_that_calls_none_is_known_per_integration() -> None:
     assert no_tool_choice(None) is None
 
 
+def test_a_choice_a_wrapper_edits_is_its_own_and_the_next_request_gets_the_choice_as_it_was() -> (
+    None
+):
+    # A middleware inside the guard may edit the request's tool_choice in place (Anthropic's
+    # takes more keys); what it edits is its copy, never the choice every later request gets.
+    anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="x")  # type: ignore[call-arg]
+    edited = no_tool_choice(anthropic)
+    assert isinstance(edited, dict)
+    edited["disable_parallel_tool_use"] = "true"
+    assert no_tool_choice(anthropic) == {"type": "none"}
+
+
 def test_gemini_is_told_to_call_none_as_openai_is() -> None:
     gemini = ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="x")
     assert no_tool_choice(gemini) == "none"
