@@ -11,11 +11,11 @@ machine with the same versions, and says in which layer a change took calls away
   every Python function a guard's hooks run a turn, the model's handler left out.
 - Whole runs, as `overhead.py` runs them: every Python function the process runs, in every
   thread (but `threading`'s, whose waits the threads' timing decides), over a bare agent's
-  run, a turn. Between a bare agent and the guard, three no-ops,
-  each one step nearer: of the guard's shape (what `create_agent` does to run its hooks), with
-  its state field (what LangGraph does for the field every step), and writing a record every
-  turn through the model call as the guard writes its own (what applying the write costs). What
-  the guard adds to the last is its own work.
+  run, a turn. Between a bare agent and the guard, three no-ops, each one step nearer: of the
+  guard's shape (what `create_agent` does to run its hooks), with its state field (what
+  LangGraph does for the field every step), and writing a record every turn through the model
+  call as the guard writes its own (what applying the write costs). What the guard adds to the
+  last is its own work.
 """
 
 from __future__ import annotations
