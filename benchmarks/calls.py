@@ -16,13 +16,17 @@ machine with the same versions, and says in which layer a change took calls away
   LangGraph does for the field every step), and writing a record every turn through the model
   call as the guard writes its own (what applying the write costs). What the guard adds to the
   last is its own work.
+
+Both are counted with the garbage collector paused (`_uncollected`).
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
@@ -73,6 +77,23 @@ STEPS: dict[str, Callable[[], list[AgentMiddleware[Any, Any, Any]]]] = {
 _WAITS = threading.__file__
 
 
+@contextmanager
+def _uncollected() -> Iterator[None]:
+    """No garbage collection while counting: when the collector runs is the allocations' timing.
+
+    A collection calls the finalizers and weakref callbacks of what it frees (Python functions);
+    when one runs depends on every allocation since the last, so on what the process did before
+    (a whole run counted after one set of tests and after another differed by 2 calls). What is
+    freed by its reference count is freed, and counted, the same every time.
+    """
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _counting(calls: list[int], skip: str = "") -> Callable[..., None]:
     """A profile function that adds each Python function called to `calls[0]`.
 
@@ -109,7 +130,8 @@ def _hook_calls(make: Callable[[], AgentMiddleware[Any, Any, Any]], size: int) -
 
     for hook in _hooks(middleware):  # the play calls each hook through the instance
         setattr(middleware, hook, counted(getattr(middleware, hook)))
-    hooks._record(middleware, size, stored=False)
+    with _uncollected():
+        hooks._record(middleware, size, stored=False)
     return calls[0]
 
 
@@ -122,13 +144,14 @@ def _run_calls(make: Callable[[], list[Any]]) -> int:
     agent = middleware_agent(script(TURNS), make())
     calls = [0]
     profile = _counting(calls)
-    threading.setprofile(profile)  # ToolNode runs the tools in a pool of threads
-    sys.setprofile(profile)
-    try:
-        result = agent.invoke(ask(), config={"recursion_limit": RECURSION_LIMIT})
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+    with _uncollected():
+        threading.setprofile(profile)  # ToolNode runs the tools in a pool of threads
+        sys.setprofile(profile)
+        try:
+            result = agent.invoke(ask(), config={"recursion_limit": RECURSION_LIMIT})
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
     if len(result["messages"]) != 2 * TURNS + 2:
         raise AssertionError("the run did not play the whole script")
     return calls[0]

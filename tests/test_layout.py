@@ -1,4 +1,4 @@
-"""The package's rooms and the direction of its imports (DESIGN §2), read from the code.
+"""The package's rooms and the direction of its imports, read from the code (CONTRIBUTING: Layout).
 
 Every module is in one room. The core (configuration, canonical arguments, counting, the
 detectors, the reminders' words) imports nothing from LangChain; the translation between a

@@ -372,13 +372,18 @@ print(json.dumps({
 """
 
 
-# What a new detector must not break, run on the copy: the tests of the registry, the detectors
-# (this file aside: its own detector is the copy's), the configuration, the suggestion, and what
-# the documentation says of the detectors and the fields, its examples run.
+# What a new detector must not break, run on the copy: every test that reads the registry — the
+# detectors' (this file aside: its own detector is the copy's), the configuration's, the words',
+# the labelled corpus's, the command line's, the audit's and the suggestion's — and what the
+# documentation says of the detectors and the fields, its examples run.
 _SUITE = [
     "tests/detectors",
     "--ignore=tests/detectors/test_example.py",
     "tests/test_config.py",
+    "tests/test_words.py",
+    "tests/test_labels.py",
+    "tests/tooling/test_cli.py",
+    "tests/tooling/test_audit.py",
     "tests/tooling/test_suggest.py",
     *(
         f"tests/test_docs.py::test_{name}"

@@ -20,6 +20,8 @@ from repeat_reminder_langchain.tooling._progress import LARGE, ProgressBar
 from repeat_reminder_langchain.tooling.audit import audit, detectors, format_audit
 from repeat_reminder_langchain.tooling.demo import run_demo
 
+from ..helpers import SHIPPED
+
 UNGUARDED = messages_to_dict(run_demo(None))
 GUARDED = messages_to_dict(run_demo(RepeatToolReminderCallbackHandler()))
 
@@ -573,7 +575,10 @@ def test_every_detector_with_the_guards_semantics(
         ("book", "recurring_error", 3),
     ]
     assert defaults["bookkeeping"] == []
-    bare = ["audit", path, "--profile", "seed", "--detect", "all"]  # think tracked, no pattern
+    # The detectors that ship (`--detect all` also runs one a contributor adds), think tracked,
+    # no pattern.
+    shipped = ",".join(SHIPPED)
+    bare = ["audit", path, "--profile", "seed", "--detect", shipped]
     argv = [*bare, "--error-pattern", "^Error"]
     found = run_json(capsys, argv)
     # think's empty result is no evidence that nothing changed: only status is stale. The
@@ -590,7 +595,7 @@ def test_every_detector_with_the_guards_semantics(
     assert found["wasted"]["calls"] == 1
     assert run_json(capsys, [*bare, "--exclude", "think,status"])["findings"] == []
     # The default pattern sees the failures no status marks.
-    found = run_json(capsys, ["audit", path, "--detect", "all", "--exclude", "think,status"])
+    found = run_json(capsys, ["audit", path, "--detect", shipped, "--exclude", "think,status"])
     assert [(f["tool"], f["detector"], f["count"]) for f in found["findings"]] == [
         ("book", "same_error", 3),
     ]
