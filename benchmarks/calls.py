@@ -86,12 +86,14 @@ def _uncollected() -> Iterator[None]:
     (a whole run counted after one set of tests and after another differed by 2 calls). What is
     freed by its reference count is freed, and counted, the same every time.
     """
+    enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 def _counting(calls: list[int], skip: str = "") -> Callable[..., None]:

@@ -7,6 +7,8 @@ into the guard's entry, a turn at a time.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
@@ -16,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 pytest.importorskip("able_harness_kit")
 pytest.importorskip("langchain_tool_recover")
 
-from benchmarks.calls import RecordWriter, _hook_calls, _run_calls
+from benchmarks.calls import RecordWriter, _hook_calls, _run_calls, _uncollected
 from benchmarks.fixtures import ask, middleware_agent, script
 from benchmarks.hooks import GUARDS, SHORT
 from repeat_reminder_langchain import RepeatToolReminderMiddleware
@@ -32,6 +34,41 @@ def test_the_counts_are_exact_the_same_play_counted_twice_gives_the_same_figure(
 
     assert _hook_calls(guard, SHORT) == _hook_calls(guard, SHORT) > 0
     assert _run_calls(list) == _run_calls(list)
+
+
+class _Finalised:
+    """An object whose finalizer, a Python call, says when the collector freed it."""
+
+    def __init__(self, freed: list[bool]) -> None:
+        self.freed = freed
+        self.cycle = self  # only a collection frees it, whenever one runs
+
+    def __del__(self) -> None:
+        self.freed.append(True)
+
+
+def test_no_collection_runs_while_counting_what_earlier_work_left_is_freed_before() -> None:
+    # A collection calls the finalizers of what it frees: counted, they made a whole run's
+    # count depend on what ran before it (mutmut's tests, in the order of a set).
+    left: list[bool] = []
+    _Finalised(left)
+    during: list[bool] = []
+    with _uncollected():
+        assert left == [True]  # freed before the count starts
+        _Finalised(during)
+        # Many collections' worth of allocations.
+        allocated: list[list[int]] = [[] for _ in range(100_000)]
+        assert during == []
+    assert len(allocated) == 100_000 and gc.isenabled()
+    gc.collect()
+    assert during == [True]
+    gc.disable()  # a caller that paused the collector itself finds it paused still
+    try:
+        with _uncollected():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_record_writer_writes_each_turn_into_the_guards_entry_as_the_guard_does() -> None:
